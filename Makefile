@@ -1,0 +1,50 @@
+# cdc-lakehouse: `make demo` (set-up + sample pipeline) and `make test` (set-up + whole suite).
+# Everything is created inside the checkout: .venv, .cache (Maven + jars), lakehouse/.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
+SPARK_JARS := .cache/jars/spark/.synced
+export LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
+
+.PHONY: setup venv jars demo test lint sqlfluff pytest clean kafka-up kafka-down bench
+
+setup: venv jars
+
+venv: $(BIN)/.installed
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+jars: $(SPARK_JARS)
+
+# Delta and the Spark Kafka connector from Maven Central; pyspark's own jars are not copied twice.
+$(SPARK_JARS): jvm/pom.xml jvm/settings.xml $(BIN)/.installed
+	rm -rf .cache/jars/resolved
+	$(MVN) -f jvm/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory=$(CURDIR)/.cache/jars/resolved
+	$(BIN)/python -m lakehouse.jars .cache/jars/resolved .cache/jars/spark
+	touch $@
+
+demo: setup
+	$(BIN)/lakehouse ingest --from-file samples/debezium_inventory.jsonl --format debezium-json
+	$(BIN)/lakehouse build
+	$(BIN)/lakehouse sql "select source_table, pk, last_op, row from gold.cdc_current_state order by source_table, pk"
+
+lint: sqlfluff
+	$(BIN)/ruff check ingestion tests bench
+
+sqlfluff: setup
+	$(BIN)/sqlfluff lint models macros tests/generic
+
+pytest: setup
+	$(BIN)/pytest -q
+
+test: setup lint pytest
+
+clean:
+	rm -rf lakehouse target logs dbt_packages

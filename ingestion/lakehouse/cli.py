@@ -1,0 +1,301 @@
+"""The ``lakehouse`` command: land Kafka records in bronze, build with dbt, query with SQL.
+
+    lakehouse ingest --from-file PATH [--format F] [--topic T]
+    lakehouse ingest --bootstrap-servers HOST:PORT --topics T1,T2 [--format F] [--follow]
+    lakehouse build [dbt build arguments...]
+    lakehouse sql "SELECT ..." [--json]
+    lakehouse kafka up|down|status|jars [--port N]
+
+Everything lives under ``LAKEHOUSE_DIR`` (default ``./lakehouse``): Delta tables, the
+metastore and the Kafka checkpoints. Run from anywhere; ``build`` runs dbt in the checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lakehouse import __version__
+from lakehouse.paths import PROJECT_DIR, lakehouse_dir
+
+FORMATS = (
+    "dataworks", "drs-json", "drs-json-c", "cloudcanal-json", "canal-json", "debezium-json",
+    "debezium-flat", "debezium-smt", "oms-json", "dataworks-v2", "shareplex-json",
+    "oms-avro-json", "maxwell-json", "ogg-json", "aws-dms-json",
+)  # fmt: skip
+
+
+def _progress(message: str) -> None:
+    print(f"[lakehouse] {message}", file=sys.stderr, flush=True)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Land a dump file or Kafka topics in bronze and print a one-line summary."""
+    if bool(args.from_file) == bool(args.bootstrap_servers):
+        _progress("ingest needs exactly one of --from-file PATH or --bootstrap-servers HOST:PORT")
+        return 2
+    if args.from_file:
+        return _ingest_file(args)
+    from lakehouse.kafka_loader import ingest_kafka
+
+    return ingest_kafka(args)
+
+
+def _ingest_file(args: argparse.Namespace) -> int:
+    from lakehouse import bronze, file_source
+    from lakehouse.session import get_spark
+
+    path = Path(args.from_file).expanduser().resolve()
+    if not path.is_file():
+        _progress(f"ingest: no such file: {path}")
+        return 2
+    started = time.monotonic()
+    _progress(f"starting Spark (LAKEHOUSE_DIR={lakehouse_dir()})")
+    spark = get_spark("lakehouse-ingest")
+    bronze.ensure_bronze(spark)
+    _progress(f"reading {path}")
+    if args.topic:
+        first = file_source.next_offset(spark, bronze.TABLE, args.topic)
+        records = file_source.read_bare_values(spark, str(path), args.topic, first)
+    else:
+        records = file_source.read_envelopes(spark, str(path))
+    records = records.cache()
+    unrouted = records.where(records.topic == file_source.UNROUTED_TOPIC).count()
+    if unrouted:
+        _progress(
+            f"{path}: {unrouted} line(s) are not kcat -J envelopes; landed under topic "
+            f"{file_source.UNROUTED_TOPIC} for the quarantine (use --topic for bare values)"
+        )
+    result = bronze.land(spark, records, fmt=args.format, source=f"file:{path}")
+    records.unpersist()
+    seconds = time.monotonic() - started
+    print(
+        f"ingest {path.name}: read {result.read}, landed {result.landed}, "
+        f"skipped {result.skipped} as already landed (batch {result.batch_id}, {seconds:.1f}s)"
+    )
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """``dbt build`` with the project's profile against this LAKEHOUSE_DIR."""
+    return run_dbt(["build", *args.dbt_args])
+
+
+def run_dbt(dbt_args: list[str]) -> int:
+    """Run dbt in the checkout with ``profiles/`` and an absolute ``LAKEHOUSE_DIR``."""
+    env = dict(os.environ, LAKEHOUSE_DIR=str(lakehouse_dir()))
+    dbt = Path(sys.executable).with_name("dbt")
+    cmd = [str(dbt), *dbt_args, "--profiles-dir", str(PROJECT_DIR / "profiles")]
+    cmd += ["--project-dir", str(PROJECT_DIR)]
+    _progress(f"running {' '.join(cmd[1:])} (LAKEHOUSE_DIR={env['LAKEHOUSE_DIR']})")
+    return subprocess.call(cmd, cwd=PROJECT_DIR, env=env)
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """Run SQL statements against the lakehouse and print the last result."""
+    from lakehouse.sql_output import print_json, print_table
+    from lakehouse.session import get_spark
+
+    spark = get_spark("lakehouse-sql")
+    statements = [s for s in _split_statements(args.query) if s.strip()]
+    result = None
+    try:
+        for statement in statements:
+            result = spark.sql(statement)
+    except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException and friends
+        _progress(f"sql failed: {str(exc).splitlines()[0]}")
+        return 1
+    if result is None:
+        return 0
+    rows = result.collect()
+    (print_json if args.json else print_table)(result.columns, rows)
+    return 0
+
+
+def _split_statements(sql: str) -> list[str]:
+    """Split on semicolons outside quotes, so ``a; b`` runs both and ``';'`` stays whole."""
+    parts, current, quote = [], [], ""
+    for ch in sql:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == ";":
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def cmd_kafka(args: argparse.Namespace) -> int:
+    """Run the project's local single-node Kafka broker (see :mod:`lakehouse.broker`)."""
+    from lakehouse import broker
+
+    directory = Path(args.dir).expanduser().resolve() if args.dir else broker.broker_dir()
+    try:
+        if args.action == "jars":
+            print(broker.ensure_jars())
+        elif args.action == "up":
+            if broker.status(directory) is None:
+                _progress(f"starting Kafka (KRaft, single node) in {directory}")
+            info = broker.start(
+                args.port, directory, sasl_port=args.sasl_port,
+                sasl_password=os.environ.get("LAKEHOUSE_KAFKA_SASL_PASSWORD"),
+            )  # fmt: skip
+            if info.sasl_port:
+                _progress(
+                    f"SASL_PLAINTEXT (PLAIN, user {broker.SASL_USER}) on "
+                    f"{info.sasl_bootstrap_servers}"
+                )
+            _progress(f"Kafka is up (pid {info.pid}); log: {directory / 'logs' / 'server.log'}")
+            print(info.bootstrap_servers)
+        elif args.action == "down":
+            stopped = broker.stop(directory)
+            _progress(f"Kafka stopped (pid {stopped.pid})" if stopped else "Kafka was not running")
+        else:
+            info = broker.status(directory)
+            if info is None:
+                _progress(f"Kafka is not running ({directory})")
+                return 1
+            print(f"{info.bootstrap_servers} pid {info.pid} dir {info.directory}")
+    except broker.BrokerError as exc:
+        _progress(str(exc))
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; its help texts are the CLI's reference."""
+    parser = argparse.ArgumentParser(
+        prog="lakehouse",
+        description=(
+            "Land CDC messages from Kafka in a Delta lakehouse and refine them with dbt. "
+            "Everything lives under LAKEHOUSE_DIR (default ./lakehouse)."
+        ),
+        epilog="Typical use: lakehouse ingest ...; lakehouse build; lakehouse sql 'select ...'",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ingest = sub.add_parser(
+        "ingest",
+        help="land Kafka records (from a dump file or a broker) in bronze.kafka_records",
+        description=(
+            "Land Kafka records in bronze.kafka_records, byte-exact, once per "
+            "(topic, partition, offset): records already landed are skipped."
+        ),
+    )
+    src = ingest.add_argument_group("from a dump file")
+    src.add_argument(
+        "--from-file", metavar="PATH",
+        help="one record per line: the JSON envelope of `kcat -C -J`, or with --topic the bare value",
+    )  # fmt: skip
+    src.add_argument(
+        "--topic", metavar="NAME",
+        help="lines are bare message values of this topic (partition 0, offsets appended)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--format", choices=FORMATS, metavar="NAME",
+        help="format id of the records (else the topic->format seed, else detection); "
+        f"one of: {', '.join(FORMATS)}",
+    )  # fmt: skip
+    kafka = ingest.add_argument_group("from Kafka")
+    kafka.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="Kafka bootstrap servers")
+    kafka.add_argument("--topics", metavar="T1,T2", help="comma-separated topics to read")
+    kafka.add_argument("--topic-pattern", metavar="REGEX", help="read every topic matching REGEX")
+    kafka.add_argument(
+        "--follow", action="store_true",
+        help="keep running and land new records every --trigger-interval (default: stop when caught up)",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--trigger-interval", default="10 seconds", metavar="DURATION",
+        help="with --follow, how often to land new records (default: 10 seconds)",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--starting-offsets", default="earliest", metavar="earliest|latest|JSON",
+        help="where a topic without a checkpoint starts (default: earliest)",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--max-offsets-per-trigger", type=int, default=500_000, metavar="N",
+        help="records per micro-batch at most (default: 500000)",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--fail-on-data-loss", choices=("true", "false"), default="true",
+        help="stop when offsets were deleted by retention before landing (default: true)",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+        help="any Kafka client option, e.g. security.protocol=SASL_SSL; repeatable. "
+        "VALUE may be env:NAME or file:PATH to read a secret",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--kafka-config", metavar="PATH",
+        help="a properties file of Kafka client options (key=value lines)",
+    )  # fmt: skip
+    ingest.set_defaults(func=cmd_ingest)
+
+    build = sub.add_parser(
+        "build",
+        help="run `dbt build` with the project's profile (bronze -> silver -> gold)",
+        description=(
+            "Run `dbt build --profiles-dir profiles` in the project against LAKEHOUSE_DIR. "
+            "Later runs process only what is new. Extra arguments go to dbt, e.g. "
+            "`lakehouse build --select gold` or `lakehouse build --full-refresh`."
+        ),
+    )
+    build.add_argument("dbt_args", nargs="*", help="arguments passed to dbt build")
+    build.set_defaults(func=cmd_build)
+
+    sql = sub.add_parser(
+        "sql",
+        help="run SQL against the lakehouse and print the result",
+        description="Run SQL (Spark SQL; several statements separated by ;) and print the result.",
+    )
+    sql.add_argument("query", help='SQL text, e.g. "select * from gold.cdc_current_state"')
+    sql.add_argument("--json", action="store_true", help="print one JSON object per row")
+    sql.set_defaults(func=cmd_sql)
+
+    kafka_cmd = sub.add_parser(
+        "kafka",
+        help="start/stop the local single-node Kafka broker for development and tests",
+        description=(
+            "A real Apache Kafka broker (KRaft, one node) from Maven Central jars, listening on "
+            "127.0.0.1 only. Data and logs live in LAKEHOUSE_KAFKA_DIR (default .cache/kafka); "
+            "topics survive down/up."
+        ),
+    )
+    kafka_cmd.add_argument("action", choices=("up", "down", "status", "jars"))
+    kafka_cmd.add_argument(
+        "--port", type=int, default=None, metavar="N",
+        help="client port on 127.0.0.1 (default: LAKEHOUSE_KAFKA_PORT or 9092)",
+    )  # fmt: skip
+    kafka_cmd.add_argument(
+        "--sasl-port", type=int, default=None, metavar="N",
+        help="also listen with SASL_PLAINTEXT/PLAIN on N (user lakehouse, password from "
+        "LAKEHOUSE_KAFKA_SASL_PASSWORD)",
+    )  # fmt: skip
+    kafka_cmd.add_argument("--dir", metavar="PATH", help="broker directory (data, logs, pid file)")
+    kafka_cmd.set_defaults(func=cmd_kafka)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``.venv/bin/lakehouse``."""
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["build"] and not {"-h", "--help"} & set(argv[1:]):
+        # Everything after `build` belongs to dbt (argparse would claim --select and friends).
+        return run_dbt(["build", *argv[1:]])
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+{% macro cdc_parser_columns() -%}
+    {#-
+        The contract between the vendor parsers (macros/formats/<format id>.sql) and silver.
+        Every parser returns exactly these columns, in this order, one row per row-level change
+        or control event it finds (or one row with parse_error set when the record cannot be
+        understood). Silver (cdc_parsed) maps vendor_op through the op-code seed, applies key
+        overrides, derives the key values, ids and the record kind.
+    -#}
+    {{ return([
+        ('kafka_topic', 'string'),
+        ('kafka_partition', 'int'),
+        ('kafka_offset', 'bigint'),
+        ('kafka_timestamp', 'timestamp'),
+        ('ingested_at', 'timestamp'),
+        ('batch_id', 'string'),
+        ('source_format', 'string'),
+        ('row_index', 'int'),
+        ('vendor_op', 'string'),
+        ('source_database', 'string'),
+        ('source_schema', 'string'),
+        ('source_table', 'string'),
+        ('key_columns', 'array<string>'),
+        ('key_values', 'map<string,string>'),
+        ('before_values', 'map<string,string>'),
+        ('after_values', 'map<string,string>'),
+        ('before_image', 'string'),
+        ('after_image', 'string'),
+        ('column_types', 'string'),
+        ('event_time', 'timestamp'),
+        ('vendor_sequence', 'string'),
+        ('apply_order', 'string'),
+        ('transaction_id', 'string'),
+        ('statement', 'string'),
+        ('parse_error', 'string'),
+        ('raw_value', 'string'),
+        ('raw_value_base64', 'string'),
+        ('raw_key', 'string'),
+    ]) }}
+{%- endmacro %}
+
+{% macro cdc_parser_select(exprs) -%}
+    {#-
+        The parser's final select list: `exprs` maps contract column -> SQL expression; columns
+        a parser leaves out are null. Casting here makes every parser's output union-compatible.
+    -#}
+    {%- for name, type in cdc_parser_columns() %}
+    cast({{ exprs.get(name, 'null') }} as {{ type }}) as {{ name }}{{ "," if not loop.last }}
+    {%- endfor %}
+{%- endmacro %}
+
+{% macro cdc_record_passthrough(alias='r') -%}
+    {#- The contract columns every parser copies from the bronze record unchanged. -#}
+    {{ return({
+        'kafka_topic': alias ~ '.topic',
+        'kafka_partition': alias ~ '.partition',
+        'kafka_offset': alias ~ '.offset',
+        'kafka_timestamp': alias ~ '.timestamp',
+        'ingested_at': alias ~ '.ingested_at',
+        'batch_id': alias ~ '.batch_id',
+        'source_format': alias ~ '.resolved_format',
+        'raw_value': alias ~ '.value_text',
+        'raw_value_base64': 'case when not ' ~ alias ~ '.value_is_utf8 then base64(' ~ alias ~ '.value) end',
+        'raw_key': 'coalesce(' ~ alias ~ '.key_text, base64(' ~ alias ~ '.key))',
+    }) }}
+{%- endmacro %}
+
+{% macro cdc_formats() -%}
+    {#-
+        Every format id of SPEC -> the parser macro that reads it (macros/formats/). A parser
+        may serve several ids (it is called once with all of them). An id whose parser macro
+        does not exist quarantines its records with "no parser".
+    -#}
+    {{ return({
+        'dataworks': 'parse_dataworks',
+        'drs-json': 'parse_drs_json',
+        'drs-json-c': 'parse_drs_json',
+        'cloudcanal-json': 'parse_cloudcanal_json',
+        'canal-json': 'parse_canal_json',
+        'debezium-json': 'parse_debezium_json',
+        'debezium-flat': 'parse_debezium_json',
+        'debezium-smt': 'parse_debezium_smt',
+        'oms-json': 'parse_oms_json',
+        'dataworks-v2': 'parse_dataworks_v2',
+        'shareplex-json': 'parse_shareplex_json',
+        'oms-avro-json': 'parse_oms_avro_json',
+        'maxwell-json': 'parse_maxwell_json',
+        'ogg-json': 'parse_ogg_json',
+        'aws-dms-json': 'parse_aws_dms_json',
+    }) }}
+{%- endmacro %}

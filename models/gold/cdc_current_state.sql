@@ -1,0 +1,28 @@
+{#- SPEC's gold contract: one row per live (source table, key), the current row as JSON. -#}
+
+with key_state as (
+
+    select * from {{ ref('cdc_key_state') }}
+
+),
+
+final as (
+
+    select
+        source_format,
+        source_database,
+        source_schema,
+        source_table,
+        pk,
+        row,
+        last_op,
+        last_event_time,
+        vendor_sequence,
+        apply_order,
+        change_id
+    from key_state
+    where not is_deleted
+
+)
+
+select * from final

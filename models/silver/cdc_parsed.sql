@@ -1,0 +1,220 @@
+{#
+    Every bronze record, parsed once by the parser of its format, as canonical rows:
+    record_kind 'change' (one row per row-level change), 'control' (DDL, heartbeat,
+    transaction marker, tombstone) or 'quarantine' (with the reason). cdc_changes,
+    cdc_control_events and cdc_quarantine are views of it. Incremental: a run parses only
+    the bronze records landed after the newest one already here.
+#}
+
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    partition_by=['record_kind'],
+    on_schema_change='append_new_columns',
+) }}
+
+{%- set parsers = {} -%}
+{%- for format_id, parser in cdc_formats().items() if context.get(parser) is not none -%}
+    {%- do parsers.setdefault(parser, []).append(format_id) -%}
+{%- endfor %}
+{%- set parsed_formats = [] -%}
+{%- for format_ids in parsers.values() %}{% do parsed_formats.extend(format_ids) %}{% endfor %}
+
+with new_records as (
+
+    select * from {{ source('bronze', 'kafka_records') }}
+    {%- if is_incremental() %}
+    where ingested_at > (
+        select coalesce(max(ingested_at), timestamp '1970-01-01') from {{ this }}
+    )
+    {%- endif %}
+
+),
+
+routed as (
+
+    {{ cdc_route_records('new_records') }}
+
+),
+
+decodable as (
+
+    select * from routed
+    where value is null or value_is_utf8
+
+),
+
+{%- for parser, format_ids in parsers.items() %}
+
+parsed_by_{{ parser }} as (
+
+    {{ context[parser]('decodable', format_ids) }}
+
+),
+{%- endfor %}
+
+unparsable as (
+
+    {%- set known_formats = "'" ~ (cdc_formats().keys() | join("', '")) ~ "'" %}
+    {%- set exprs = cdc_record_passthrough('routed') %}
+    {%- do exprs.update({
+        'row_index': '0',
+        'apply_order': cdc_apply_order('1', [], 'routed.partition', 'routed.offset', '0'),
+        'parse_error': "case
+            when value is not null and not value_is_utf8 then 'value is not valid UTF-8'
+            when resolved_format like 'ambiguous:%' then 'ambiguous format: the message could be any of '
+                || substr(resolved_format, 11) || '; set --format at ingest or a cdc_topic_formats pattern'
+            when resolved_format is null then 'unknown format: none given at ingest, no cdc_topic_formats '
+                || 'pattern matches the topic, and the message shape matches no known format'
+            when resolved_format in (" ~ known_formats ~ ")
+                then 'no parser: format ' || resolved_format || ' is not supported yet'
+            else 'unknown format ' || resolved_format || ': not a format id of cdc-lakehouse'
+        end",
+    }) %}
+    select
+        {{ cdc_parser_select(exprs) }}
+    from routed
+    where
+        (value is not null and not value_is_utf8)
+        or resolved_format is null
+        or resolved_format not in ('{{ parsed_formats | join("', '") }}')
+
+),
+
+unioned as (
+
+    {%- for parser in parsers %}
+    select * from parsed_by_{{ parser }}
+    union all
+    {%- endfor %}
+    select * from unparsable
+
+),
+
+op_codes as (
+
+    select * from {{ ref('cdc_op_codes') }}
+
+),
+
+key_overrides as (
+
+    select
+        source_database,
+        source_table,
+        split(key_columns, '[|]') as key_columns
+    from {{ ref('cdc_key_overrides') }}
+
+),
+
+classified as (
+
+    select
+        unioned.*,
+        op_codes.op,
+        op_codes.record_kind as coded_kind,
+        op_codes.control_kind,
+        coalesce(key_overrides.key_columns, unioned.key_columns) as effective_key_columns,
+        case when op_codes.op = 'd' then unioned.before_values else unioned.after_values end
+            as key_image
+    from unioned
+    left join op_codes
+        on
+            unioned.source_format = op_codes.format
+            and unioned.vendor_op = op_codes.vendor_op
+    left join key_overrides
+        on
+            unioned.source_database <=> key_overrides.source_database
+            and unioned.source_table = key_overrides.source_table
+
+),
+
+keyed as (
+
+    select
+        *,
+        case
+            when size(effective_key_columns) > 0 then {{ cdc_map_to_json(
+                "map_from_arrays(effective_key_columns, transform(effective_key_columns,
+                    k -> coalesce(element_at(key_image, k), element_at(key_values, k))))"
+            ) }}
+            {#- no key anywhere: the whole row is its identity (multiset semantics) -#}
+            else {{ cdc_map_to_json('key_image') }}
+        end as pk,
+        case
+            when op = 'u' and size(effective_key_columns) > 0 and before_values is not null
+                then {{ cdc_map_to_json(
+                    "map_from_arrays(effective_key_columns, transform(effective_key_columns,
+                        k -> element_at(before_values, k)))"
+                ) }}
+        end as before_pk
+    from classified
+
+),
+
+judged as (
+
+    select
+        sha2(concat_ws('|', kafka_topic, kafka_partition, kafka_offset, row_index), 256) as record_id,
+        case
+            when parse_error is not null or coded_kind is null then 'quarantine'
+            when coded_kind = 'change' and source_table is null then 'quarantine'
+            when coded_kind = 'change' and op <> 't' and pk is null then 'quarantine'
+            else coded_kind
+        end as record_kind,
+        control_kind,
+        case
+            when parse_error is not null then parse_error
+            when coded_kind is null
+                then 'unknown op ' || coalesce('"' || vendor_op || '"', '(none)')
+                    || ' for format ' || source_format
+            when coded_kind = 'change' and source_table is null then 'no table: the message names no source table'
+            when coded_kind = 'change' and op <> 't' and pk is null
+                then 'no key: neither the row image nor the record key holds the key columns'
+        end as quarantine_reason,
+        source_format,
+        source_database,
+        source_schema,
+        source_table,
+        op,
+        vendor_op,
+        effective_key_columns as key_columns,
+        pk,
+        case when before_pk <> pk then before_pk end as before_pk,
+        before_image,
+        after_image,
+        column_types,
+        event_time,
+        vendor_sequence,
+        apply_order,
+        transaction_id,
+        statement,
+        kafka_topic,
+        kafka_partition,
+        kafka_offset,
+        kafka_timestamp,
+        row_index,
+        raw_value,
+        raw_value_base64,
+        raw_key,
+        ingested_at,
+        batch_id,
+        current_timestamp() as parsed_at
+    from keyed
+
+),
+
+final as (
+
+    {#- the raw message is kept only where it is needed: records that could not be understood #}
+    select
+        * except (raw_value, raw_value_base64, raw_key, parsed_at),
+        case when record_kind = 'quarantine' then raw_value end as raw_value,
+        case when record_kind = 'quarantine' then raw_value_base64 end as raw_value_base64,
+        case when record_kind = 'quarantine' then raw_key end as raw_key,
+        parsed_at
+    from judged
+
+)
+
+select * from final

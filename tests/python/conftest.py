@@ -1,0 +1,124 @@
+"""Shared pytest fixtures: a lakehouse driven in-process, and one driven through the CLI.
+
+Starting Spark costs seconds, so most tests share one in-process lakehouse
+(:class:`InProcessLakehouse`): the loader code, dbt (through dbtRunner, whose ``session``
+method picks up the running Spark session) and the queries run in the pytest process, and
+each test starts from an empty lakehouse with :meth:`InProcessLakehouse.reset`. The end-to-end
+tests run the real commands (``lakehouse ingest``, ``lakehouse build``, ``lakehouse sql``)
+as subprocesses against their own temporary ``LAKEHOUSE_DIR`` with :class:`CliLakehouse`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[2]
+SHARED = PROJECT.parent / "shared"
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def needs_shared(*parts: str) -> Path:
+    """The path under ../shared, or skip: the reference material is only beside CI's clone."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent: ../shared (vendor documents, conformance samples) "
+                    "is not beside this checkout")
+    return path
+
+
+class InProcessLakehouse:
+    """One lakehouse in a temporary LAKEHOUSE_DIR, driven from inside the test process."""
+
+    def __init__(self, root: Path) -> None:
+        from lakehouse.session import get_spark
+
+        self.root = root
+        os.environ["LAKEHOUSE_DIR"] = str(root)
+        self.spark = get_spark("lakehouse-tests", root)
+        self._files = 0
+
+    def reset(self) -> None:
+        """Drop every table: the next build starts from an empty lakehouse."""
+        for schema in ("gold", "silver", "bronze"):
+            self.spark.sql(f"drop database if exists {schema} cascade")
+
+    def ingest(self, lines: list[str], fmt: str | None = None, topic: str | None = None) -> None:
+        """Land ``lines`` (kcat -J envelopes, or bare values with ``topic``) like the CLI does."""
+        from lakehouse import cli
+
+        self._files += 1
+        path = self.root / f"batch-{self._files}.jsonl"
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        args = ["ingest", "--from-file", str(path)]
+        args += ["--format", fmt] if fmt else []
+        args += ["--topic", topic] if topic else []
+        assert cli.main(args) == 0
+
+    def build(self, *args: str) -> None:
+        """``dbt build`` in-process; fails the test with dbt's own message when a node fails."""
+        from dbt.cli.main import dbtRunner
+
+        result = dbtRunner().invoke([
+            "build", "--profiles-dir", str(PROJECT / "profiles"),
+            "--project-dir", str(PROJECT), "--quiet", *args,
+        ])
+        failures = [
+            f"{r.node.unique_id}: {r.status}: {r.message}"
+            for r in (result.result or []) if str(r.status) in ("error", "fail")
+        ]
+        assert result.success and not failures, "\n".join(failures) or str(result.exception)
+
+    def rows(self, query: str) -> list[dict[str, Any]]:
+        """The query's rows as dicts."""
+        return [r.asDict(recursive=True) for r in self.spark.sql(query).collect()]
+
+    def current_state(self, table: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+        """gold.cdc_current_state as {(table, pk): row} with ``row`` JSON-decoded exactly."""
+        where = f"where source_table = '{table}'" if table else ""
+        return {
+            (r["source_table"], r["pk"]): json.loads(r["row"], parse_float=str, parse_int=str)
+            for r in self.rows(f"select source_table, pk, row from gold.cdc_current_state {where}")
+        }
+
+
+@pytest.fixture(scope="session")
+def _shared_lakehouse() -> Iterator[InProcessLakehouse]:
+    with tempfile.TemporaryDirectory(prefix="lakehouse-test-") as tmp:
+        yield InProcessLakehouse(Path(tmp))
+
+
+@pytest.fixture
+def lakehouse(_shared_lakehouse: InProcessLakehouse) -> InProcessLakehouse:
+    """An empty in-process lakehouse (shared Spark session, tables dropped before the test)."""
+    _shared_lakehouse.reset()
+    return _shared_lakehouse
+
+
+class CliLakehouse:
+    """A lakehouse driven only through the user-facing commands, in a subprocess each."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = dict(os.environ, LAKEHOUSE_DIR=str(root))
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(BIN / "lakehouse"), *args], env=self.env, cwd=PROJECT,
+            capture_output=True, text=True, timeout=900,
+        )
+        assert proc.returncode == 0, f"lakehouse {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+        return proc
+
+    def sql_json(self, query: str) -> list[dict[str, Any]]:
+        out = self.run("sql", query, "--json").stdout
+        return [json.loads(line, parse_float=str, parse_int=str) for line in out.splitlines() if line]
