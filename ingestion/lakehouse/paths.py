@@ -19,3 +19,6 @@ SPARK_JARS_DIR = PROJECT_DIR / ".cache" / "jars" / "spark"
 def lakehouse_dir() -> Path:
     """The lakehouse root from ``LAKEHOUSE_DIR`` (default ``./lakehouse``), made absolute."""
     return Path(os.environ.get("LAKEHOUSE_DIR", "lakehouse")).expanduser().resolve()
+
+#: Spark's log4j2 configuration (errors only), used by every session of the project.
+LOG4J_CONFIG = Path(os.environ.get("LAKEHOUSE_LOG4J", PROJECT_DIR / "conf" / "log4j2.properties"))

@@ -10,10 +10,11 @@ never see each other's tables.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakehouse.paths import SPARK_JARS_DIR, lakehouse_dir
+from lakehouse.paths import LOG4J_CONFIG, SPARK_JARS_DIR, lakehouse_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,7 +35,9 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             "jdbc:derby:;databaseName=metastore_db;create=true"
         ),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={root} -Dlog4j2.configurationFile={LOG4J_CONFIG}"
+        ),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.ansi.enabled": "false",
@@ -44,12 +47,26 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
     }
 
 
+def repair_aborted_metastore(root: Path) -> None:
+    """Remove a Derby metastore whose creation was killed half-way, so the next start works.
+
+    Derby writes ``service.properties`` last when it creates a database. A process killed
+    before that (e.g. SIGKILL during the first ``lakehouse ingest`` of a new LAKEHOUSE_DIR)
+    leaves a directory Derby refuses to boot (ERROR XBM0A) forever after. Such a database was
+    never usable, so it holds no table registrations: deleting it loses nothing.
+    """
+    db = root / "metastore_db"
+    if db.is_dir() and not (db / "service.properties").exists():
+        shutil.rmtree(db)
+
+
 def get_spark(app_name: str = "lakehouse", root: Path | None = None) -> SparkSession:
     """The session for ``root``: Delta catalog, Hive metastore under the lakehouse directory."""
     from pyspark.sql import SparkSession
 
     root = root or lakehouse_dir()
     root.mkdir(parents=True, exist_ok=True)
+    repair_aborted_metastore(root)
     builder = SparkSession.builder.appName(app_name).enableHiveSupport()
     for key, value in spark_conf(root).items():
         builder = builder.config(key, value)

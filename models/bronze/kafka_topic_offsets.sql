@@ -10,7 +10,7 @@ final as (
 
     select
         topic,
-        partition,
+        `partition`,
         count(*) as records,
         min(offset) as first_offset,
         max(offset) as last_offset,
@@ -18,7 +18,7 @@ final as (
         max(timestamp) as last_record_timestamp,
         max(ingested_at) as last_ingested_at
     from records
-    group by topic, partition
+    group by topic, `partition`
 
 )
 

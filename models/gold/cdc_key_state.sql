@@ -108,7 +108,7 @@ truncate_effects as (
             truncations.source_database <=> known_keys.source_database
             and truncations.source_schema <=> known_keys.source_schema
             and truncations.source_table = known_keys.source_table
-            and known_keys.apply_order < truncations.apply_order
+            and truncations.apply_order > known_keys.apply_order
 
     union all
 

@@ -75,9 +75,9 @@ unparsable as (
         {{ cdc_parser_select(exprs) }}
     from routed
     where
-        (value is not null and not value_is_utf8)
-        or resolved_format is null
-        or resolved_format not in ('{{ parsed_formats | join("', '") }}')
+        (routed.value is not null and not routed.value_is_utf8)
+        or routed.resolved_format is null
+        or routed.resolved_format not in ('{{ parsed_formats | join("', '") }}')
 
 ),
 

@@ -1,0 +1,51 @@
+{% test cdc_apply_order_is_strict(model, key_columns, order_column='apply_order') %}
+{#-
+    Changes of one key must be totally ordered: every change has a well-formed apply order
+    and no two changes of the same key share one (a tie would leave the final state to chance).
+-#}
+
+with changes as (
+
+    select
+        {{ key_columns | join(', ') }},
+        {{ order_column }} as apply_order
+    from {{ model }}
+
+),
+
+malformed as (
+
+    select
+        {{ key_columns | join(', ') }},
+        apply_order,
+        'malformed apply order' as problem,
+        1 as occurrences
+    from changes
+    where apply_order is null or apply_order not rlike '^[01](\\.[0-9]{38}){3}\\.[0-9]{10}\\.[0-9]{20}\\.[0-9]{10}$'
+
+),
+
+ties as (
+
+    select
+        {{ key_columns | join(', ') }},
+        apply_order,
+        'two changes of one key share an apply order' as problem,
+        count(*) as occurrences
+    from changes
+    group by {{ key_columns | join(', ') }}, apply_order
+    having count(*) > 1
+
+),
+
+validation_errors as (
+
+    select * from malformed
+    union all
+    select * from ties
+
+)
+
+select * from validation_errors
+
+{% endtest %}
