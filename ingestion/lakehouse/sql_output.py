@@ -47,7 +47,7 @@ def _mark_decimals(value: Any) -> Any:
 def print_json(columns: Sequence[str], rows: Sequence[Any]) -> None:
     """One JSON object per row, keys in column order, decimals with all their digits."""
     for row in rows:
-        obj = {c: _mark_decimals(to_jsonable(v)) for c, v in zip(columns, row)}
+        obj = {c: _mark_decimals(to_jsonable(v)) for c, v in zip(columns, row, strict=True)}
         print(_DECIMAL_TOKEN.sub(r"\1", json.dumps(obj, ensure_ascii=False)))
 
 
@@ -67,9 +67,9 @@ def print_table(columns: Sequence[str], rows: Sequence[Any]) -> None:
     """An aligned text table with a header and a row count."""
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    line = " | ".join(c.ljust(w) for c, w in zip(columns, widths))
+    line = " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
     print(line)
     print("-+-".join("-" * w for w in widths))
     for r in cells:
-        print(" | ".join(v.ljust(w) for v, w in zip(r, widths)))
+        print(" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
     print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")

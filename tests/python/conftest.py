@@ -114,7 +114,7 @@ class CliLakehouse:
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [str(BIN / "lakehouse"), *args], env=self.env, cwd=PROJECT,
-            capture_output=True, text=True, timeout=900,
+            capture_output=True, text=True, timeout=3600,
         )
         assert proc.returncode == 0, f"lakehouse {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
         return proc

@@ -72,7 +72,7 @@ def hard_delivery(dbz: DebeziumTable, seed: int, batches: int = 3) -> list[list[
         produced[i:i + 4] = window
     lines = [envelope(dbz.topic, 0, offset, k, v) for offset, (k, v) in enumerate(produced)]
     cut = sorted(rng.sample(range(1, len(lines)), batches - 1))
-    parts = [lines[a:b] for a, b in zip([0, *cut], [*cut, len(lines)])]
+    parts = [lines[a:b] for a, b in zip([0, *cut], [*cut, len(lines)], strict=True)]
     # the last batch goes first: a whole batch of older offsets arrives after newer ones
     parts = [parts[-1], *parts[:-1]]
     for part in parts[1:]:

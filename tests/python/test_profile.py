@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import yaml
-
 from conftest import PROJECT
 from lakehouse.session import spark_conf
 
