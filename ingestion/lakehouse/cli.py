@@ -97,8 +97,8 @@ def run_dbt(dbt_args: list[str]) -> int:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     """Run SQL statements against the lakehouse and print the last result."""
-    from lakehouse.sql_output import print_json, print_table
     from lakehouse.session import get_spark
+    from lakehouse.sql_output import print_json, print_table
 
     spark = get_spark("lakehouse-sql")
     statements = [s for s in _split_statements(args.query) if s.strip()]
