@@ -8,7 +8,7 @@ MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
 SPARK_JARS := .cache/jars/spark/.synced
 export LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
 
-.PHONY: setup venv jars demo test lint sqlfluff pytest clean kafka-up kafka-down bench
+.PHONY: setup venv jars demo test lint sqlfluff pytest clean kafka-up kafka-down bench kafka-jars kafka-status
 
 setup: venv jars
 
@@ -41,10 +41,24 @@ lint: sqlfluff
 sqlfluff: setup
 	LAKEHOUSE_DIR=$(CURDIR)/.cache/lint-lakehouse $(BIN)/sqlfluff lint models
 
-pytest: setup
+pytest: setup kafka-jars
 	$(BIN)/pytest -q
 
 test: setup lint pytest
 
 clean:
 	rm -rf lakehouse target logs dbt_packages
+
+# A real single-node Kafka (KRaft) from Maven Central jars (jvm/kafka-pom.xml -> .cache/jars/kafka),
+# on 127.0.0.1 only; data and logs in .cache/kafka (or LAKEHOUSE_KAFKA_DIR). KAFKA_PORT=9092.
+kafka-jars: venv
+	$(BIN)/lakehouse kafka jars
+
+kafka-up: kafka-jars
+	$(BIN)/lakehouse kafka up $(if $(KAFKA_PORT),--port $(KAFKA_PORT))
+
+kafka-down: venv
+	$(BIN)/lakehouse kafka down
+
+kafka-status: venv
+	$(BIN)/lakehouse kafka status

@@ -8,8 +8,10 @@ Re-landing a record therefore adds nothing, whichever loader lands it and howeve
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -59,8 +61,39 @@ class LandResult:
 
 def ensure_bronze(spark: SparkSession) -> None:
     """Create the bronze schema and table if this lakehouse does not have them yet."""
+    if spark.catalog.tableExists(TABLE):
+        return
     spark.sql("create database if not exists bronze")
+    _clear_aborted_create(spark)
     spark.sql(DDL)
+
+
+def _clear_aborted_create(spark: SparkSession) -> None:
+    """Remove what a ``create table`` killed half-way left at the table's managed location.
+
+    Delta writes the table's first commit before it registers the table in the metastore. A
+    loader killed in between (SIGKILL during the first ingest of a new lakehouse) leaves a
+    location that every later ``create table`` refuses (DELTA_CREATE_TABLE_WITH_NON_EMPTY_
+    LOCATION). Such a location holds only the empty table's commit 0, so it is removed; one
+    holding data is reported instead, never deleted.
+    """
+    rows = spark.sql("describe database bronze").collect()
+    info = {str(r[0]).lower(): str(r[1]) for r in rows}
+    base = info.get("location", "")
+    if not base.startswith("file:"):
+        return  # not the embedded local default: leave other storage alone
+    location = Path(base.removeprefix("file:")) / TABLE.split(".")[1]
+    if not location.exists():
+        return
+    log = location / "_delta_log"
+    later_commits = [p for p in log.glob("*.json") if p.stem.isdigit() and int(p.stem) > 0]
+    data_files = [p for p in location.rglob("*.parquet") if "_delta_log" not in p.parts]
+    if later_commits or data_files:
+        raise RuntimeError(
+            f"{TABLE} is not registered in this lakehouse's metastore, but {location} holds "
+            "data: restore the metastore or move that directory away"
+        )
+    shutil.rmtree(location)
 
 
 def land(
