@@ -144,10 +144,14 @@ def test_sasl_pattern_follow_and_secrets_never_printed(
         "--follow", "--trigger-interval", "1 second",
     ]  # fmt: skip
     root = tmp_path / "lakehouse"
-    proc = subprocess.Popen(
-        args, env=lakehouse_env(root, TEST_KAFKA_JAAS=jaas), cwd=PROJECT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    # stdout (the summary) goes to a file and stderr is read by one thread only: two readers
+    # of one pipe (a thread and communicate()) each get part of the lines.
+    out_file = tmp_path / "stdout.txt"
+    with out_file.open("w") as out_handle:
+        proc = subprocess.Popen(
+            args, env=lakehouse_env(root, TEST_KAFKA_JAAS=jaas), cwd=PROJECT, text=True,
+            stdout=out_handle, stderr=subprocess.PIPE,
+        )  # fmt: skip
     err_lines: list[str] = []
     reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr or []), daemon=True)
     reader.start()
@@ -171,8 +175,9 @@ def test_sasl_pattern_follow_and_secrets_never_printed(
         wait_for(52, timeout=90)
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
         reader.join(timeout=10)
+    out = out_file.read_text()
     stderr = "".join(err_lines)
     assert proc.returncode == 0, stderr[-4000:]
     done = summary(subprocess.CompletedProcess(args, 0, out, stderr))
