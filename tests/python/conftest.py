@@ -46,6 +46,7 @@ class InProcessLakehouse:
         os.environ["LAKEHOUSE_DIR"] = str(root)
         self.spark = get_spark("lakehouse-tests", root)
         self._files = 0
+        self._seeded = False
 
     def reset(self) -> None:
         """Drop every table: the next build starts from an empty lakehouse."""
@@ -64,12 +65,23 @@ class InProcessLakehouse:
         args += ["--topic", topic] if topic else []
         assert cli.main(args) == 0
 
-    def build(self, *args: str) -> None:
-        """``dbt build`` in-process; fails the test with dbt's own message when a node fails."""
+    def build(self, *args: str, tests: bool = True) -> None:
+        """``dbt build`` in-process; fails the test with dbt's own message when a node fails.
+
+        A dbt build of this project is dominated by fixed costs on test-sized data (seeds and
+        some fifty data tests), so the seeds are loaded once per session (``reset`` keeps them)
+        and ``tests=False`` runs the models only, for the intermediate builds of a scenario
+        whose final build runs the data tests.
+        """
         from dbt.cli.main import dbtRunner
 
+        command = ["build"] if tests else ["run"]
+        if self._seeded and tests:
+            command += ["--exclude", "resource_type:seed"]
+        if not self._seeded:
+            command = ["build"] if tests else ["build", "--exclude", "resource_type:test"]
         result = dbtRunner().invoke([
-            "build", "--profiles-dir", str(PROJECT / "profiles"),
+            *command, "--profiles-dir", str(PROJECT / "profiles"),
             "--project-dir", str(PROJECT), "--quiet", *args,
         ])
         failures = [
@@ -77,6 +89,7 @@ class InProcessLakehouse:
             for r in (result.result or []) if str(r.status) in ("error", "fail")
         ]
         assert result.success and not failures, "\n".join(failures) or str(result.exception)
+        self._seeded = True
 
     def rows(self, query: str) -> list[dict[str, Any]]:
         """The query's rows as dicts."""

@@ -315,11 +315,11 @@ def built(_shared_lakehouse):
     for s in scenarios:
         for i, batch in enumerate(s.batches):
             rounds[i][s.fmt] += batch
-    for lines_by_format in rounds:
+    for i, lines_by_format in enumerate(rounds):
         for fmt, lines in lines_by_format.items():
             if lines:
                 lakehouse.ingest(lines, fmt=fmt)
-        lakehouse.build()
+        lakehouse.build(tests=i == len(rounds) - 1)
     return SimpleNamespace(lakehouse=lakehouse, scenarios=scenarios)
 
 
