@@ -1,0 +1,184 @@
+{#
+    SCD type 2 history of every source row: one version per change of a key, valid from its
+    change to the key's next change (in apply order, so late arrivals slot into place), the
+    latest one current. A delete (or a truncate, or the old key of a key-changing update)
+    closes the key's interval with a version whose row is null. Incremental: the versions
+    of the keys that new changes touch are recomputed and MERGEd.
+
+    State as of a time:
+        select * from gold.cdc_history
+        where valid_from <= timestamp'2026-03-01' and (valid_to > timestamp'2026-03-01' or valid_to is null)
+            and row is not null
+#}
+
+{{ config(
+    materialized='incremental',
+    incremental_strategy='merge',
+    unique_key='version_id',
+) }}
+
+
+with new_changes as (
+
+    select * from {{ ref('cdc_changes') }}
+    {%- if is_incremental() %}
+    where ingested_at > (
+        select coalesce(max(ingested_at), timestamp '1970-01-01') from {{ this }}
+    )
+    {%- endif %}
+
+),
+
+new_effects as (
+
+    select
+        source_format, source_database, source_schema, source_table, pk, op,
+        case when op <> 'd' then after_image end as row,
+        event_time, vendor_sequence, apply_order, change_id, ingested_at
+    from new_changes
+    where op in ('c', 'u', 'r', 'd')
+
+    union all
+
+    {#- the old key of a key-changing update ends there #}
+    select
+        source_format, source_database, source_schema, source_table, before_pk as pk, 'd' as op,
+        null as row, event_time, vendor_sequence, apply_order, change_id, ingested_at
+    from new_changes
+    where op = 'u' and before_pk is not null
+
+),
+
+truncations as (
+
+    select source_format, source_database, source_schema, source_table, event_time, vendor_sequence, apply_order, change_id, ingested_at
+    from new_changes
+    where op = 't'
+
+),
+
+known_versions as (
+
+    {%- if is_incremental() %}
+    select
+        source_format, source_database, source_schema, source_table, pk, op, row,
+        valid_from as event_time, vendor_sequence, apply_order, change_id, ingested_at
+    from {{ this }}
+    {%- else %}
+    select * from new_effects
+    where false
+    {%- endif %}
+
+),
+
+seen_keys as (
+
+    select source_database, source_schema, source_table, pk, apply_order from new_effects
+    union all
+    select source_database, source_schema, source_table, pk, apply_order from known_versions
+
+),
+
+truncated_keys as (
+
+    {#- a truncate ends every key of its table that is live before it #}
+    select
+        truncations.source_format, truncations.source_database, truncations.source_schema,
+        truncations.source_table, live.pk, 't' as op, null as row, truncations.event_time,
+        truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at
+    from truncations
+    inner join seen_keys as live
+        on
+            truncations.source_database <=> live.source_database
+            and truncations.source_schema <=> live.source_schema
+            and truncations.source_table = live.source_table
+            and truncations.apply_order > live.apply_order
+
+),
+
+affected_keys as (
+
+    select distinct source_database, source_schema, source_table, pk from new_effects
+    union
+    select distinct source_database, source_schema, source_table, pk from truncated_keys
+
+),
+
+versions as (
+
+    select * from new_effects
+    union all
+    select * from truncated_keys
+    union all
+    select known_versions.* from known_versions
+    inner join affected_keys
+        on
+            known_versions.source_database <=> affected_keys.source_database
+            and known_versions.source_schema <=> affected_keys.source_schema
+            and known_versions.source_table = affected_keys.source_table
+            and known_versions.pk = affected_keys.pk
+
+),
+
+distinct_versions as (
+
+    {#- a change delivered twice is one version #}
+    select *
+    from (
+        select
+            *,
+            row_number() over (
+                partition by source_database, source_schema, source_table, pk, apply_order
+                order by ingested_at
+            ) as copy_number
+        from versions
+    ) as numbered
+    where copy_number = 1
+
+),
+
+intervals as (
+
+    select
+        *,
+        lead(event_time) over key_order as valid_to,
+        lead(apply_order) over key_order as next_apply_order
+    from distinct_versions
+    window key_order as (
+        partition by source_database, source_schema, source_table, pk
+        order by apply_order
+    )
+
+),
+
+final as (
+
+    select
+        sha2(concat_ws(
+            '|',
+            coalesce(source_database, ''),
+            coalesce(source_schema, ''),
+            source_table,
+            pk,
+            apply_order
+        ), 256) as version_id,
+        source_format,
+        source_database,
+        source_schema,
+        source_table,
+        pk,
+        op,
+        row,
+        event_time as valid_from,
+        valid_to,
+        apply_order,
+        next_apply_order,
+        next_apply_order is null and row is not null as is_current,
+        vendor_sequence,
+        change_id,
+        ingested_at
+    from intervals
+
+)
+
+select * from final

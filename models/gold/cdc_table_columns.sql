@@ -1,0 +1,147 @@
+{#
+    One row per (source table, column) ever seen in a row image, with the vendor's type
+    metadata of its latest change: the schema the typed gold views are generated from.
+    A column added at the source appears here with the first change that carries it.
+    Incremental MERGE: first_seen_order stays, the type follows the newest change.
+
+    The type comes from the newest change in which the column has a value: formats that type
+    each value rather than each column (OMS Avro's precision, scale and charset sit in the
+    value's entry) say less about a NULL, and a NULL must not turn decimal(20,4) into a string.
+    Only a column that never had a value takes the newest metadata of all.
+#}
+
+{{ config(
+    materialized='incremental',
+    incremental_strategy='merge',
+    unique_key='column_key',
+    merge_update_condition='DBT_INTERNAL_SOURCE.last_seen_order > DBT_INTERNAL_DEST.last_seen_order',
+) }}
+
+with new_changes as (
+
+    select * from {{ ref('cdc_changes') }}
+    where after_image is not null
+    {%- if is_incremental() %}
+        and ingested_at > (
+            select coalesce(max(last_ingested_at), timestamp '1970-01-01') from {{ this }}
+        )
+    {%- endif %}
+
+),
+
+change_maps as (
+
+    {#- parsed once per change, not once per column #}
+    select
+        source_format,
+        source_database,
+        source_schema,
+        source_table,
+        after_image,
+        from_json(after_image, 'map<string,string>') as image_values,
+        from_json(column_types, 'map<string,string>') as column_type_map,
+        apply_order,
+        ingested_at
+    from new_changes
+
+),
+
+image_columns as (
+
+    select
+        change_maps.source_format,
+        change_maps.source_database,
+        change_maps.source_schema,
+        change_maps.source_table,
+        image_column.pos as column_position,
+        image_column.col as column_name,
+        change_maps.column_type_map[image_column.col] as type_json,
+        change_maps.image_values[image_column.col] is not null as has_value,
+        change_maps.apply_order,
+        change_maps.ingested_at
+    from change_maps
+    lateral view posexplode(json_object_keys(change_maps.after_image)) image_column as pos, col
+
+),
+
+per_column as (
+
+    select
+        source_database,
+        source_schema,
+        source_table,
+        column_name,
+        max_by(source_format, apply_order) as source_format,
+        {#- max_by / min_by skip rows whose ordering value is null: the rows without a value #}
+        coalesce(
+            max_by(type_json, case when has_value then apply_order end), max_by(type_json, apply_order)
+        ) as type_json,
+        coalesce(
+            min_by(type_json, case when has_value then apply_order end), min_by(type_json, apply_order)
+        ) as first_type_json,
+        max(has_value) as has_value,
+        min(apply_order) as first_seen_order,
+        min_by(column_position, apply_order) as column_position,
+        max(apply_order) as last_seen_order,
+        max(ingested_at) as last_ingested_at
+    from image_columns
+    group by source_database, source_schema, source_table, column_name
+
+),
+
+keyed as (
+
+    select
+        sha2(concat_ws(
+            '|',
+            coalesce(source_database, ''),
+            coalesce(source_schema, ''),
+            source_table,
+            column_name
+        ), 256) as column_key,
+        *
+    from per_column
+
+),
+
+final as (
+
+    {#- merged with what is known of the column, so that a type change names the type before #}
+    select
+        keyed.column_key,
+        keyed.source_format,
+        keyed.source_database,
+        keyed.source_schema,
+        keyed.source_table,
+        keyed.column_name,
+        {%- if is_incremental() %}
+        coalesce(known.column_position, keyed.column_position) as column_position,
+        {#- new changes without a value in the column keep the type known from earlier values #}
+        case
+            when keyed.has_value or known.column_key is null then keyed.type_json else known.type_json
+        end as type_json,
+        case
+            when not keyed.has_value and known.column_key is not null then known.previous_type_json
+            when not known.type_json <=> keyed.type_json then known.type_json
+            when not keyed.first_type_json <=> keyed.type_json then keyed.first_type_json
+            else known.previous_type_json
+        end as previous_type_json,
+        least(known.first_seen_order, keyed.first_seen_order) as first_seen_order,
+        {%- else %}
+        keyed.column_position,
+        keyed.type_json,
+        case when not keyed.first_type_json <=> keyed.type_json then keyed.first_type_json end
+            as previous_type_json,
+        keyed.first_seen_order,
+        {%- endif %}
+        keyed.last_seen_order,
+        keyed.last_ingested_at
+    from keyed
+    {%- if is_incremental() %}
+    left join {{ this }} as known
+        on keyed.column_key = known.column_key
+    {%- endif %}
+
+)
+
+select * from final
