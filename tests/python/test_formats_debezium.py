@@ -140,7 +140,8 @@ def test_every_sample_folder_gives_the_state_its_messages_describe(paimon_lake):
     gold: dict[tuple[str, str], list[str]] = {t: [] for t in truth}
     for r in lake.rows("select source_database, source_table, row from gold.cdc_current_state "
                        "where source_format = 'debezium-json'"):
-        gold.setdefault((r["source_database"], r["source_table"]), []).append(_canonical(_loads(r["row"])))
+        if (r["source_database"], r["source_table"]) in gold:  # not the document examples
+            gold[(r["source_database"], r["source_table"])].append(_canonical(_loads(r["row"])))
     assert {t: sorted(rows) for t, rows in gold.items()} == truth
     assert sum(len(rows) for rows in truth.values()) > 20  # the samples describe live rows
 
