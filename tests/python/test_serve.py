@@ -1,0 +1,155 @@
+"""``lakehouse serve``: Spark's Thrift JDBC/ODBC server on the lakehouse, used by real clients.
+
+One server start on a temporary LAKEHOUSE_DIR: the bundled sample is landed with
+``lakehouse ingest`` (a local Spark session), dbt's ``thrift`` target builds bronze -> gold
+through the server, the pyspark wheel's beeline reads gold over JDBC, SIGTERM stops everything,
+and afterwards ``lakehouse sql``'s spark-sql shell (a local session again) reads what the server
+built: one lakehouse, whichever way in, and the Derby metastore is free again after the stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from conftest import BIN, PROJECT, CliLakehouse
+
+SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
+#: The live keys of the sample's inventory database: 1003 deleted, 1004 re-keyed to 1005.
+LIVE_KEYS = [
+    ("customers", '{"id":1001}'), ("customers", '{"id":1002}'), ("customers", '{"id":1005}'),
+    ("products", '{"id":101}'), ("products", '{"id":102}'),
+]  # fmt: skip
+GOLD_QUERY = "select source_table, pk, row from gold.cdc_current_state order by source_table, pk"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def _serve(lh: CliLakehouse, port: int, out: Path, err: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``lakehouse serve --port PORT`` as a user starts it; killed in teardown if still running."""
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        proc = subprocess.Popen(
+            [str(BIN / "lakehouse"), "serve", "--port", str(port)], env=lh.env, cwd=lh.root.parent,
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+        )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # the JVM gets SIGTERM from its parent-death signal
+                proc.wait()
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], out: Path, err: Path, timeout: float = 300) -> str:
+    """The server's stdout once it says it is ready; fails with its output if it exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = out.read_text(errors="replace")
+        if "Stop with Ctrl-C" in text:
+            return text
+        assert proc.poll() is None, f"lakehouse serve exited with {proc.returncode}:\n{text}\n{err.read_text()}"
+        time.sleep(0.5)
+    raise AssertionError(f"lakehouse serve not ready after {timeout}s:\n{err.read_text()}")
+
+
+def _tsv_rows(stdout: str, header: str) -> list[list[str]]:
+    """The rows beeline printed after ``header`` (tsv2; beeline may prefix its prompt)."""
+    lines = stdout.replace("\0", "").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.endswith(header)), None)
+    assert start is not None, f"no header {header!r} in beeline's output:\n{stdout}"
+    return [line.split("\t") for line in lines[start + 1:] if line.strip()]
+
+
+def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None:
+    lh = CliLakehouse(tmp_path / "lakehouse")
+    landed = lh.run("ingest", "--from-file", str(SAMPLE), "--format", "debezium-json").stdout
+    assert re.search(r"landed [1-9]\d*, skipped 0", landed), landed
+
+    port = _free_port()
+    out, err = tmp_path / "serve.out", tmp_path / "serve.err"
+    with _serve(lh, port, out, err) as server:
+        banner = _wait_ready(server, out, err)
+        url = f"jdbc:hive2://127.0.0.1:{port}/default"
+        assert f"JDBC URL: {url}" in banner, banner
+        assert f"LAKEHOUSE_THRIFT_PORT={port} " in banner and "build --target thrift" in banner, banner
+        jvm_pid = int(re.search(r"\(pid (\d+),", banner).group(1))
+        assert _port_open(port) and Path(f"/proc/{jvm_pid}").exists()
+
+        # dbt's thrift target builds bronze -> gold through the server (the server holds Derby,
+        # so a local session could not have done it)
+        dbt = subprocess.run(
+            [str(BIN / "dbt"), "build", "--profiles-dir", str(PROJECT / "profiles"),
+             "--project-dir", str(PROJECT), "--target", "thrift", "--no-use-colors",
+             "--select", "+cdc_current_state", "--exclude-resource-type", "test",
+             "--target-path", str(tmp_path / "dbt-target"), "--log-path", str(tmp_path / "dbt-logs")],
+            env=dict(lh.env, LAKEHOUSE_THRIFT_PORT=str(port)), cwd=PROJECT,
+            capture_output=True, text=True, timeout=1800,
+        )  # fmt: skip
+        assert dbt.returncode == 0 and "Completed successfully" in dbt.stdout, dbt.stdout[-4000:]
+        assert re.search(r"OK created [a-z ]*model gold\.cdc_current_state", dbt.stdout), dbt.stdout[-4000:]
+        assert re.search(r"Done\. PASS=\d+ WARN=0 ERROR=0", dbt.stdout), dbt.stdout[-2000:]
+
+        # the beeline line the server printed, as printed, plus a query
+        beeline_line = re.search(r"beeline:\s+(.+)", banner).group(1)
+        assert beeline_line.endswith(f"-u {url}"), beeline_line
+        beeline = subprocess.run(
+            [*shlex.split(beeline_line), "--outputformat=tsv2", "--silent=true", "-e", GOLD_QUERY],
+            env=lh.env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert beeline.returncode == 0, beeline.stdout + beeline.stderr[-4000:]
+        rows = _tsv_rows(beeline.stdout, "source_table\tpk\trow")
+        assert [(r[0], r[1]) for r in rows] == LIVE_KEYS, beeline.stdout
+        product = {r[1]: r[2] for r in rows if r[0] == "products"}['{"id":101}']
+        assert '"price":9.999999999999999093266253,' in product, product
+        assert json.loads(product, parse_float=str, parse_int=str) == {
+            "id": "101", "name": "scooter", "price": "9.999999999999999093266253",
+            "stock": "10223372036854775806", "note": "Small 2-wheel scooter é \U0001f6f4",
+        }  # fmt: skip
+
+        # a second server: same port -> taken; other port -> the metastore is this server's
+        for other, message in ((port, f"port {port} on 127.0.0.1 is taken"),
+                               (_free_port(), "stop other lakehouse processes (lakehouse sql, build) first")):
+            second = subprocess.run([str(BIN / "lakehouse"), "serve", "--port", str(other)], env=lh.env,
+                                    capture_output=True, text=True, timeout=120)
+            assert second.returncode == 1 and message in second.stderr, second.stderr
+        assert server.poll() is None and _port_open(port)
+
+        # Ctrl-C's path: SIGTERM to `lakehouse serve` stops the JVM and frees the port
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(120) == 0, err.read_text()
+    assert "stopped" in err.read_text(), err.read_text()
+    assert not Path(f"/proc/{jvm_pid}").exists(), f"JVM {jvm_pid} still running"
+    assert not _port_open(port)
+
+    # `lakehouse sql` without a query: the spark-sql shell, a local session on the same lakehouse
+    shell = subprocess.run(
+        [str(BIN / "lakehouse"), "sql"], input="select source_table, pk from gold.cdc_current_state;\n",
+        env=lh.env, cwd=PROJECT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert shell.returncode == 0, shell.stdout + shell.stderr[-4000:]
+    printed = {tuple(line.split("\t")) for line in shell.stdout.splitlines() if "\t" in line}
+    assert printed == set(LIVE_KEYS), shell.stdout
+
