@@ -7,8 +7,11 @@ BIN := $(VENV)/bin
 MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
 SPARK_JARS := .cache/jars/spark/.synced
 export LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
+# apt-get needs root: CI runs as root, a developer's machine through sudo.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup venv jars demo test lint sqlfluff pytest clean kafka-up kafka-down bench kafka-jars kafka-status
+.PHONY: setup venv jars demo test lint sqlfluff pytest clean kafka-up kafka-down bench kafka-jars kafka-status \
+	postgres-bin postgres-up postgres-down cluster-up cluster-down test-cluster
 
 setup: venv jars
 
@@ -41,7 +44,7 @@ lint: sqlfluff
 sqlfluff: setup
 	LAKEHOUSE_DIR=$(CURDIR)/.cache/lint-lakehouse $(BIN)/sqlfluff lint models
 
-pytest: setup kafka-jars
+pytest: setup kafka-jars postgres-bin
 	$(BIN)/pytest -q
 
 test: setup lint pytest
@@ -62,3 +65,30 @@ kafka-down: venv
 
 kafka-status: venv
 	$(BIN)/lakehouse kafka status
+
+# The shared-metastore / cluster setup (README "Run it on your cluster"). PostgreSQL is Debian's
+# package, installed with apt-get when its server programs are missing; `lakehouse postgres up`
+# runs it on 127.0.0.1 (data in .cache/postgres) and prints the LAKEHOUSE_METASTORE_* to export.
+postgres-bin: venv
+	@$(BIN)/lakehouse postgres bin >/dev/null 2>&1 || { \
+	    echo "PostgreSQL server programs not found: installing Debian's postgresql (apt-get)"; \
+	    $(SUDO) apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql && \
+	    $(BIN)/lakehouse postgres bin; }
+
+postgres-up: postgres-bin
+	$(BIN)/lakehouse postgres up
+
+postgres-down: venv
+	$(BIN)/lakehouse postgres down
+
+# A Spark standalone master (127.0.0.1:7077, web UI :8080) and 2 workers from the pyspark wheel.
+cluster-up: setup
+	$(BIN)/lakehouse cluster up
+
+cluster-down: venv
+	$(BIN)/lakehouse cluster down
+
+# The cluster test alone: PostgreSQL metastore, master + 2 workers, ingest, serve, dbt --target thrift.
+test-cluster: setup postgres-bin
+	$(BIN)/pytest -q tests/python/test_cluster.py

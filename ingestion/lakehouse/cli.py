@@ -3,8 +3,11 @@
     lakehouse ingest --from-file PATH [--format F] [--topic T]
     lakehouse ingest --bootstrap-servers HOST:PORT --topics T1,T2 [--format F] [--follow]
     lakehouse build [dbt build arguments...]
-    lakehouse sql "SELECT ..." [--json]
+    lakehouse sql "SELECT ..." [--json]     (no query: the interactive spark-sql shell)
+    lakehouse serve [--host 127.0.0.1] [--port 10000]
     lakehouse kafka up|down|status|jars [--port N]
+    lakehouse postgres up|down|status|env|bin [--port N] [--database NAME]
+    lakehouse cluster up|down|status [--port 7077] [--workers 2]
 
 Everything lives under ``LAKEHOUSE_DIR`` (default ``./lakehouse``): Delta tables, the
 metastore and the Kafka checkpoints. Run from anywhere; ``build`` runs dbt in the checkout.
@@ -19,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from lakehouse import __version__
+from lakehouse import __version__, cluster, postgres
 from lakehouse.paths import PROJECT_DIR, lakehouse_dir
 
 FORMATS = (
@@ -96,7 +99,14 @@ def run_dbt(dbt_args: list[str]) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    """Run SQL statements against the lakehouse and print the last result."""
+    """Run SQL statements against the lakehouse and print the last result (no query: a shell)."""
+    if args.query is None:
+        if args.json:
+            _progress("sql: --json needs a query")
+            return 2
+        from lakehouse.serve import spark_sql_shell
+
+        return spark_sql_shell()
     from lakehouse.session import get_spark
     from lakehouse.sql_output import print_json, print_table
 
@@ -132,6 +142,13 @@ def _split_statements(sql: str) -> list[str]:
         current.append(ch)
     parts.append("".join(current))
     return parts
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Spark's Thrift JDBC/ODBC server on the lakehouse (see :mod:`lakehouse.serve`)."""
+    from lakehouse.serve import serve
+
+    return serve(args.host, args.port)
 
 
 def cmd_kafka(args: argparse.Namespace) -> int:
@@ -256,11 +273,35 @@ def build_parser() -> argparse.ArgumentParser:
     sql = sub.add_parser(
         "sql",
         help="run SQL against the lakehouse and print the result",
-        description="Run SQL (Spark SQL; several statements separated by ;) and print the result.",
+        description=(
+            "Run SQL (Spark SQL; several statements separated by ;) and print the result. "
+            "Without a query, open the interactive spark-sql shell on the lakehouse."
+        ),
     )
-    sql.add_argument("query", help='SQL text, e.g. "select * from gold.cdc_current_state"')
+    sql.add_argument(
+        "query", nargs="?",
+        help='SQL text, e.g. "select * from gold.cdc_current_state" (omit for the spark-sql shell)',
+    )  # fmt: skip
     sql.add_argument("--json", action="store_true", help="print one JSON object per row")
     sql.set_defaults(func=cmd_sql)
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve the lakehouse to SQL tools (beeline, DBeaver, dbt --target thrift) over JDBC/ODBC",
+        description=(
+            "Run Spark's Thrift JDBC/ODBC server (HiveServer2 protocol) on the lakehouse in the "
+            "foreground, with the same Spark settings as every other command, until Ctrl-C. "
+            "Connect with jdbc:hive2://127.0.0.1:10000/default (beeline, DBeaver) or "
+            "`dbt build --profiles-dir profiles --target thrift`. The Derby metastore allows "
+            "one process: stop lakehouse sql and build on this LAKEHOUSE_DIR first."
+        ),
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1; the server has no authentication)",
+    )  # fmt: skip
+    serve.add_argument("--port", type=int, default=10000, help="TCP port (default: 10000)")
+    serve.set_defaults(func=cmd_serve)
 
     kafka_cmd = sub.add_parser(
         "kafka",
@@ -283,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     kafka_cmd.add_argument("--dir", metavar="PATH", help="broker directory (data, logs, pid file)")
     kafka_cmd.set_defaults(func=cmd_kafka)
+
+    postgres.register(sub)
+    cluster.register(sub)
     return parser
 
 

@@ -1,10 +1,25 @@
-"""The one Spark session configuration of the embedded lakehouse.
+"""The one Spark session configuration of the lakehouse, embedded or on a cluster.
 
-The loader, ``lakehouse sql`` and the tests build their session here; the dbt profile
-(``profiles/profiles.yml``, target ``local``) carries the same settings as
-``server_side_parameters`` and a test keeps the two equal. Everything a lakehouse owns
-(warehouse, Derby metastore, checkpoints) sits under ``LAKEHOUSE_DIR``, so two directories
-never see each other's tables.
+The loader, ``lakehouse sql``, ``lakehouse serve`` and the tests build their session here; the
+dbt profile (``profiles/profiles.yml``, target ``local``) carries the same settings as
+``server_side_parameters`` and a test keeps the two equal.
+
+With nothing set this is the embedded default: local Spark, everything a lakehouse owns
+(warehouse, Derby metastore, checkpoints) under ``LAKEHOUSE_DIR``, so two directories never see
+each other's tables. Environment variables, read here and by the profile alike, move it onto a
+cluster without code changes (README "Run it on your cluster"):
+
+- ``LAKEHOUSE_SPARK_MASTER``: ``spark://host:7077``, ``yarn``, ``k8s://...`` (default ``local[*]``);
+- ``LAKEHOUSE_WAREHOUSE``: where tables live, a path every executor sees or a URI such as
+  ``s3a://bucket/lakehouse`` (default ``$LAKEHOUSE_DIR/warehouse``);
+- ``LAKEHOUSE_METASTORE_URL`` (+ ``_USER``, ``_PASSWORD``, ``_DRIVER``): the Hive metastore
+  database, e.g. ``jdbc:postgresql://host:5432/metastore``, shared by every process at once
+  (default: Derby in ``LAKEHOUSE_DIR``, one process at a time);
+- ``LAKEHOUSE_DRIVER_MEMORY``, ``LAKEHOUSE_EXECUTOR_MEMORY``, ``LAKEHOUSE_EXECUTOR_CORES``.
+
+Settings that only matter on a cluster (executor class path, memory and cores) and the metastore
+settings carry, when unset, the values Spark and Hive use anyway for the embedded default, so
+the local session behaves exactly as without them.
 """
 
 from __future__ import annotations
@@ -20,21 +35,60 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+#: The metastore of the embedded default: Derby, relative to ``derby.system.home`` (the
+#: lakehouse directory), so the profile can say the same without an absolute path.
+DERBY_METASTORE_URL = "jdbc:derby:;databaseName=metastore_db;create=true"
+DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
+POSTGRES_DRIVER = "org.postgresql.Driver"
+
+
+def metastore_driver(url: str) -> str:
+    """The JDBC driver class of the metastore at ``url``: ``LAKEHOUSE_METASTORE_DRIVER``, else by URL.
+
+    PostgreSQL's driver ships in ``.cache/jars/spark`` (jvm/pom.xml); another database needs its
+    driver jar there and ``LAKEHOUSE_METASTORE_DRIVER``.
+    """
+    default = POSTGRES_DRIVER if url.startswith("jdbc:postgresql:") else DERBY_DRIVER
+    return os.environ.get("LAKEHOUSE_METASTORE_DRIVER", default)
+
+
 def spark_conf(root: Path | None = None) -> dict[str, str]:
-    """Spark settings for the embedded default rooted at ``root`` (``LAKEHOUSE_DIR``)."""
+    """Spark settings of the lakehouse rooted at ``root`` (``LAKEHOUSE_DIR``), from the environment."""
     root = root or lakehouse_dir()
+    metastore_url = os.environ.get("LAKEHOUSE_METASTORE_URL", DERBY_METASTORE_URL)
+    derby = metastore_url.startswith("jdbc:derby:")
     return {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", "local[*]"),
         "spark.driver.memory": os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "4g"),
         # A JVM classpath wildcard: the profile can name the same folder without listing jars.
         "spark.driver.extraClassPath": f"{SPARK_JARS_DIR}/*",
+        # Executors on a cluster need Delta and the Kafka connector too; the same absolute path,
+        # so every worker needs the checkout's jars there (same machine, shared disk, or image).
+        # Local mode runs no separate executors and ignores the three executor settings.
+        "spark.executor.extraClassPath": f"{SPARK_JARS_DIR}/*",
+        "spark.executor.memory": os.environ.get("LAKEHOUSE_EXECUTOR_MEMORY", "1g"),
+        "spark.executor.cores": os.environ.get("LAKEHOUSE_EXECUTOR_CORES", "1"),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.sql.warehouse.dir": str(root / "warehouse"),
-        # Relative to derby.system.home, so the profile can say the same without an absolute path.
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            "jdbc:derby:;databaseName=metastore_db;create=true"
-        ),
+        "spark.sql.warehouse.dir": os.environ.get("LAKEHOUSE_WAREHOUSE", str(root / "warehouse")),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
+        # Unset: Hive's own defaults (Derby's driver, user APP, password mine).
+        "spark.hadoop.javax.jdo.option.ConnectionDriverName": metastore_driver(metastore_url),
+        "spark.hadoop.javax.jdo.option.ConnectionUserName": os.environ.get("LAKEHOUSE_METASTORE_USER", "APP"),
+        "spark.hadoop.javax.jdo.option.ConnectionPassword": os.environ.get("LAKEHOUSE_METASTORE_PASSWORD", "mine"),
+        # Spark's Hive 2.3 client creates the metastore schema in an empty database only when it
+        # is Derby (HiveClientImpl sets these two for jdbc:derby URLs); said here, an empty
+        # PostgreSQL database gets its schema at the first connection too.
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        # DataNucleus otherwise creates a table the first time its class is used, and on
+        # PostgreSQL that deadlocks: the first `create table` inserts into TBLS in a transaction,
+        # then the new TBL_PRIVS table's foreign key to TBLS waits, on a second connection, for
+        # that very transaction. Starting with every class of Hive's package.jdo creates the
+        # whole schema (tables and foreign keys) at the first connection instead. Derby keeps
+        # DataNucleus' default, None.
+        "spark.hadoop.datanucleus.autoStartMechanism": "None" if derby else "MetaData",
+        "spark.hadoop.datanucleus.autoStartMetaDataFiles": "package.jdo",
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={root} -Dlog4j2.configurationFile={LOG4J_CONFIG}"
         ),
@@ -43,8 +97,17 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.sql.ansi.enabled": "false",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.databricks.delta.optimizeWrite.enabled": "true",
+        # Delta rebuilds a table's snapshot after each commit in `snapshotPartitions` tasks (50 by
+        # default): on a small machine that alone cost seconds per model and per data test.
+        # Optimized writes add a shuffle to every write; the models write few, large files anyway.
+        "spark.databricks.delta.optimizeWrite.enabled": "false",
+        "spark.databricks.delta.snapshotPartitions": "2",
     }
+
+
+def uses_derby(conf: dict[str, str]) -> bool:
+    """True when ``conf`` keeps the metastore in Derby (one process at a time may open it)."""
+    return conf["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith("jdbc:derby:")
 
 
 def repair_aborted_metastore(root: Path) -> None:
