@@ -12,7 +12,6 @@ could not. Everything started here is stopped in teardown, whatever happened.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -30,6 +29,7 @@ from typing import Any
 
 import pytest
 from conftest import BIN, PROJECT, InProcessLakehouse
+from serve_process import serve_process, wait_ready
 
 SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
 #: The live keys of the sample's inventory database: 1003 deleted, 1004 re-keyed to 1005.
@@ -135,37 +135,6 @@ def _master_state(url: str) -> dict[str, Any]:
         return json.loads(response.read())
 
 
-@contextlib.contextmanager
-def _serve(env: dict[str, str], port: int, out: Path, err: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``lakehouse serve --port PORT`` in the background; SIGTERM (then SIGKILL) in teardown."""
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        proc = subprocess.Popen(
-            [str(BIN / "lakehouse"), "serve", "--port", str(port)], env=env, cwd=PROJECT,
-            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-        )  # fmt: skip
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(90)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # the JVM gets SIGTERM from its parent-death signal
-                proc.wait()
-
-
-def _wait_ready(proc: subprocess.Popen[bytes], out: Path, err: Path, timeout: float = 300) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = out.read_text(errors="replace")
-        if "Stop with Ctrl-C" in text:
-            return text
-        assert proc.poll() is None, f"lakehouse serve exited with {proc.returncode}:\n{text}\n{err.read_text()}"
-        time.sleep(0.5)
-    raise AssertionError(f"lakehouse serve not ready after {timeout}s:\n{err.read_text()}")
-
-
 def _beeline_rows(port: int, query: str, env: dict[str, str]) -> list[str]:
     """The single-column rows of ``query`` through the server, with the pyspark wheel's beeline."""
     import pyspark
@@ -255,8 +224,8 @@ def test_cluster_with_postgres_metastore_builds_the_embedded_gold(
 
     port = _free_port()
     out, err = tmp_path / "serve.out", tmp_path / "serve.err"
-    with _serve(env, port, out, err) as server:
-        _wait_ready(server, out, err)
+    with serve_process(env, port, out, err) as server:
+        wait_ready(server, out, err)
         step("serve ready")
         state = _master_state(spark_cluster["json"])
         serve_apps = [a for a in state["activeapps"] if a["name"].startswith("lakehouse-serve ")]

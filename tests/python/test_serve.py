@@ -9,18 +9,16 @@ built: one lakehouse, whichever way in, and the Derby metastore is free again af
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shlex
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from conftest import BIN, PROJECT, CliLakehouse
+from serve_process import serve_process, wait_ready
 
 SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
 #: The live keys of the sample's inventory database: 1003 deleted, 1004 re-keyed to 1005.
@@ -43,38 +41,6 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@contextlib.contextmanager
-def _serve(lh: CliLakehouse, port: int, out: Path, err: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``lakehouse serve --port PORT`` as a user starts it; killed in teardown if still running."""
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        proc = subprocess.Popen(
-            [str(BIN / "lakehouse"), "serve", "--port", str(port)], env=lh.env, cwd=lh.root.parent,
-            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-        )  # fmt: skip
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # the JVM gets SIGTERM from its parent-death signal
-                proc.wait()
-
-
-def _wait_ready(proc: subprocess.Popen[bytes], out: Path, err: Path, timeout: float = 300) -> str:
-    """The server's stdout once it says it is ready; fails with its output if it exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = out.read_text(errors="replace")
-        if "Stop with Ctrl-C" in text:
-            return text
-        assert proc.poll() is None, f"lakehouse serve exited with {proc.returncode}:\n{text}\n{err.read_text()}"
-        time.sleep(0.5)
-    raise AssertionError(f"lakehouse serve not ready after {timeout}s:\n{err.read_text()}")
-
-
 def _tsv_rows(stdout: str, header: str) -> list[list[str]]:
     """The rows beeline printed after ``header`` (tsv2; beeline may prefix its prompt)."""
     lines = stdout.replace("\0", "").splitlines()
@@ -90,8 +56,8 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
 
     port = _free_port()
     out, err = tmp_path / "serve.out", tmp_path / "serve.err"
-    with _serve(lh, port, out, err) as server:
-        banner = _wait_ready(server, out, err)
+    with serve_process(lh.env, port, out, err, cwd=lh.root.parent, grace=60) as server:
+        banner = wait_ready(server, out, err)
         url = f"jdbc:hive2://127.0.0.1:{port}/default"
         assert f"JDBC URL: {url}" in banner, banner
         assert f"LAKEHOUSE_THRIFT_PORT={port} " in banner and "build --target thrift" in banner, banner
