@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -37,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lakehouse.paths import PROJECT_DIR
+from lakehouse.ports import free_port, port_in_use
 
 KAFKA_POM = PROJECT_DIR / "jvm" / "kafka-pom.xml"
 MAVEN_SETTINGS = PROJECT_DIR / "jvm" / "settings.xml"
@@ -122,23 +122,6 @@ def ensure_jars(force: bool = False) -> Path:
         raise BrokerError(f"{KAFKA_POM.name} resolved, but no kafka_2.13 jar in {KAFKA_JARS_DIR}")
     marker.write_text(digest + "\n")
     return KAFKA_JARS_DIR
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (tests, the controller listener)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _port_in_use(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
 
 
 def _cluster_id() -> str:
@@ -302,7 +285,7 @@ def start(
             )
         return running
     for p in (port, sasl_port):
-        if p and _port_in_use(p):
+        if p and port_in_use(p):
             raise BrokerError(f"port {p} on 127.0.0.1 is in use: choose another with --port")
     if sasl_port and not sasl_password:
         raise BrokerError("a SASL listener needs a password (LAKEHOUSE_KAFKA_SASL_PASSWORD)")

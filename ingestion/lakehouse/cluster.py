@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lakehouse.paths import PROJECT_DIR
+from lakehouse.ports import port_in_use
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -83,18 +84,6 @@ def spark_class() -> Path:
     if not os.access(path, os.X_OK):
         raise ClusterError(f"{path} is missing or not executable: reinstall pyspark (make setup)")
     return path
-
-
-def _port_in_use(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -189,7 +178,7 @@ def start(
             )
         return running
     for p, what in ((port, "--port"), (webui_port, "--webui-port")):
-        if _port_in_use(p):
+        if port_in_use(p):
             raise ClusterError(f"port {p} on 127.0.0.1 is in use: choose another with {what}")
     if workers < 1:
         raise ClusterError("a cluster needs at least one worker (--workers)")

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakehouse.paths import PROJECT_DIR
+from lakehouse.ports import port_in_use
 
 #: Not 5432, so a system PostgreSQL on its default port is left alone.
 DEFAULT_PORT = 5433
@@ -218,18 +219,6 @@ def status(directory: Path | None = None) -> PostgresInfo | None:
     return PostgresInfo(pid, port, str(directory)) if _pid_alive_as_postgres(pid) else None
 
 
-def _port_in_use(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
 def _log_tail(directory: Path, lines: int = 20) -> str:
     path = directory / "logs" / "postgres.log"
     try:
@@ -254,7 +243,7 @@ def start(port: int | None = None, directory: Path | None = None, timeout: float
                 f"(pid {running.pid}); stop it first (lakehouse postgres down)"
             )
         return running
-    if _port_in_use(port):
+    if port_in_use(port):
         raise PostgresError(f"port {port} on 127.0.0.1 is in use: choose another with --port")
     user = _server_user()
     directory.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from lakehouse.paths import lakehouse_dir
+from lakehouse.ports import port_in_use
 from lakehouse.session import repair_aborted_metastore, spark_conf, uses_derby
 
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -120,21 +121,6 @@ def dbt_command(host: str, port: int) -> str:
     return f"{env}{shlex.quote(str(Path(sys.executable).with_name('lakehouse')))} build --target thrift"
 
 
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """True when ``host:port`` cannot be bound now (another server, or not an address here)."""
-    with socket.socket(_family(host)) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
 def port_answers(host: str, port: int, timeout: float = 1.0) -> bool:
     """True when something accepts TCP connections on ``host:port``."""
     try:
@@ -170,7 +156,7 @@ def check_can_start(root: Path, host: str | None = None, port: int | None = None
     """Raise :class:`ServeError` if the port is taken or the metastore is held elsewhere."""
     if port is not None and not 0 < port < 65536:
         raise ServeError(f"--port {port} is not a TCP port (1-65535)")
-    if port is not None and host is not None and port_in_use(host, port):
+    if port is not None and host is not None and port_in_use(port, host):
         raise ServeError(
             f"port {port} on {host} is taken (another lakehouse serve or HiveServer2?): "
             "stop it or choose another with --port"

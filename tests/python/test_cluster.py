@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 import pytest
 from conftest import BIN, PROJECT, InProcessLakehouse
+from lakehouse.ports import free_port
 from serve_process import serve_process, wait_ready
 
 SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
@@ -42,12 +42,6 @@ GOLD_ROWS = "select to_json(struct(*)) as r from gold.cdc_current_state order by
 DBT_SELECT = ["--select", "+cdc_current_state", "--exclude-resource-type", "test"]
 #: Small JVMs: the machine is shared (2 cores); each worker offers 1 core and 1g.
 SMALL = {"LAKEHOUSE_DRIVER_MEMORY": "1g", "LAKEHOUSE_EXECUTOR_MEMORY": "768m", "LAKEHOUSE_EXECUTOR_CORES": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _base_env() -> dict[str, str]:
@@ -94,7 +88,7 @@ def metastore() -> Iterator[dict[str, Any]]:
     env = _base_env()
     database = f"metastore_{uuid.uuid4().hex[:12]}"
     try:
-        up = _lakehouse("postgres", "up", "--dir", str(directory), "--port", str(_free_port()),
+        up = _lakehouse("postgres", "up", "--dir", str(directory), "--port", str(free_port()),
                         "--database", database, env=env, timeout=180)
         settings = _exports(up.stdout)
         assert settings["LAKEHOUSE_METASTORE_URL"].endswith(f"/{database}"), up.stdout
@@ -112,11 +106,11 @@ def metastore() -> Iterator[dict[str, Any]]:
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A master and two workers (1 core, 1g each) on free ports (``lakehouse cluster up``)."""
     directory = tmp_path_factory.mktemp("cluster")
-    webui_port = _free_port()
+    webui_port = free_port()
     env = _base_env()
     try:
         up = _lakehouse(
-            "cluster", "up", "--dir", str(directory), "--port", str(_free_port()), "--webui-port", str(webui_port),
+            "cluster", "up", "--dir", str(directory), "--port", str(free_port()), "--webui-port", str(webui_port),
             "--workers", "2", "--worker-cores", "1", "--worker-memory", "1g", env=env, timeout=300,
         )  # fmt: skip
         master_url = up.stdout.strip().splitlines()[-1]
@@ -222,7 +216,7 @@ def test_cluster_with_postgres_metastore_builds_the_embedded_gold(
     # the tables are registered in PostgreSQL, not in a Derby database under LAKEHOUSE_DIR
     assert not (root / "metastore_db").exists()
 
-    port = _free_port()
+    port = free_port()
     out, err = tmp_path / "serve.out", tmp_path / "serve.err"
     with serve_process(env, port, out, err) as server:
         wait_ready(server, out, err)

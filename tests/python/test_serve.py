@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import BIN, PROJECT, CliLakehouse
+from lakehouse.ports import free_port
 from serve_process import serve_process, wait_ready
 
 SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
@@ -27,12 +28,6 @@ LIVE_KEYS = [
     ("products", '{"id":101}'), ("products", '{"id":102}'),
 ]  # fmt: skip
 GOLD_QUERY = "select source_table, pk, row from gold.cdc_current_state order by source_table, pk"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _port_open(port: int) -> bool:
@@ -54,7 +49,7 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
     landed = lh.run("ingest", "--from-file", str(SAMPLE), "--format", "debezium-json").stdout
     assert re.search(r"landed [1-9]\d*, skipped 0", landed), landed
 
-    port = _free_port()
+    port = free_port()
     out, err = tmp_path / "serve.out", tmp_path / "serve.err"
     with serve_process(lh.env, port, out, err, cwd=lh.root.parent, grace=60) as server:
         banner = wait_ready(server, out, err)
@@ -97,7 +92,7 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
 
         # a second server: same port -> taken; other port -> the metastore is this server's
         for other, message in ((port, f"port {port} on 127.0.0.1 is taken"),
-                               (_free_port(), "stop other lakehouse processes (lakehouse sql, build) first")):
+                               (free_port(), "stop other lakehouse processes (lakehouse sql, build) first")):
             second = subprocess.run([str(BIN / "lakehouse"), "serve", "--port", str(other)], env=lh.env,
                                     capture_output=True, text=True, timeout=120)
             assert second.returncode == 1 and message in second.stderr, second.stderr
