@@ -1,14 +1,37 @@
-{% macro cdc_route_records(records) -%}
+{% macro cdc_route_records(records, topic_formats=none, detect=true) -%}
     {#-
         Bronze records -> the same records with `resolved_format` (the format given at ingest,
         else the most specific matching pattern of the cdc_topic_formats seed, else detected
         from the message) and the value and key decoded as UTF-8 once (null when not UTF-8).
         Patterns are matched per distinct topic, not per record.
+
+        `topic_formats` (topic -> format id, worked out by cdc_new_records at compile time) is
+        looked up first; with `detect` false every record's topic is in it, so neither the seed
+        patterns nor the shape are looked at.
     -#}
+    {%- set lookup -%}
+        {%- if topic_formats -%}
+        element_at(map(
+            {%- for topic, fmt in topic_formats.items() %}
+            {{ cdc_sql_string(topic) }}, {{ cdc_sql_string(fmt) }}{{ "," if not loop.last }}
+            {%- endfor %}
+        ), rec.topic)
+        {%- else -%}
+        cast(null as string)
+        {%- endif -%}
+    {%- endset %}
     select
         rec.*,
-        coalesce(rec.format, routes.seeded_format, {{ cdc_detect_format('rec.value_text') }})
-            as resolved_format
+        {%- if detect %}
+        coalesce(
+            {{ lookup }},
+            rec.format,
+            routes.seeded_format,
+            {{ cdc_detect_format('rec.value_text') }}
+        ) as resolved_format
+        {%- else %}
+        {{ lookup }} as resolved_format
+        {%- endif %}
     from (
         select
             r.*,
@@ -19,14 +42,31 @@
                 as key_text
         from {{ records }} as r
     ) as rec
+    {%- if detect %}
     left join (
         select
             topics.topic,
             max_by(patterns.format, length(patterns.topic_pattern)) as seeded_format
         from (select distinct topic from {{ records }}) as topics
-        inner join {{ ref('cdc_topic_formats') }} as patterns
+        inner join ({{ cdc_topic_format_patterns() }}) as patterns
             on topics.topic rlike patterns.topic_pattern
         group by topics.topic
     ) as routes
         on rec.topic = routes.topic
+    {%- endif %}
+{%- endmacro %}
+
+
+{% macro cdc_topic_format_patterns() -%}
+    {#-
+        The topic -> format patterns: the cdc_topic_formats seed plus the `cdc_topic_formats`
+        var (a mapping of pattern -> format id), which sets formats for one run or one
+        deployment without editing the seed, e.g.
+        dbt build --vars '{cdc_topic_formats: {"^shop[.]": canal-json}}'.
+    -#}
+    select topic_pattern, format from {{ ref('cdc_topic_formats') }}
+    {%- for pattern, format_id in (var('cdc_topic_formats', none) or {}).items() %}
+    union all
+    select {{ cdc_sql_string(pattern) }} as topic_pattern, {{ cdc_sql_string(format_id) }} as format
+    {%- endfor %}
 {%- endmacro %}

@@ -11,10 +11,18 @@
             and row is not null
 #}
 
+{#-
+    An existing version only ever gets a new end (a later change of its key arrived, or a late
+    one slotted in before it): the MERGE updates just valid_to, next_apply_order and is_current,
+    so the versions already stored are read without their row images (known_versions), and
+    only those of the keys the new changes touch are recomputed.
+-#}
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',
     unique_key='version_id',
+    merge_update_columns=['valid_to', 'next_apply_order', 'is_current'],
+    tblproperties={'delta.enableDeletionVectors': 'true'},
 ) }}
 
 
@@ -22,9 +30,7 @@ with new_changes as (
 
     select * from {{ ref('cdc_changes') }}
     {%- if is_incremental() %}
-    where ingested_at > (
-        select coalesce(max(ingested_at), timestamp '1970-01-01') from {{ this }}
-    )
+    where ingested_at > {{ cdc_watermark('ingested_at') }}
     {%- endif %}
 
 ),
@@ -34,7 +40,9 @@ new_effects as (
     select
         source_format, source_database, source_schema, source_table, pk, op,
         case when op <> 'd' then after_image end as row,
-        event_time, vendor_sequence, apply_order, change_id, ingested_at
+        op <> 'd' and after_image is not null as has_row,
+        event_time, vendor_sequence, apply_order, change_id, ingested_at,
+        false as is_stored, cast(null as string) as stored_next_apply_order
     from new_changes
     where op in ('c', 'u', 'r', 'd')
 
@@ -43,7 +51,8 @@ new_effects as (
     {#- the old key of a key-changing update ends there #}
     select
         source_format, source_database, source_schema, source_table, before_pk as pk, 'd' as op,
-        null as row, event_time, vendor_sequence, apply_order, change_id, ingested_at
+        null as row, false as has_row, event_time, vendor_sequence, apply_order, change_id, ingested_at,
+        false as is_stored, cast(null as string) as stored_next_apply_order
     from new_changes
     where op = 'u' and before_pk is not null
 
@@ -60,9 +69,12 @@ truncations as (
 known_versions as (
 
     {%- if is_incremental() %}
+    {#- narrow: the MERGE keeps every stored column but the three it updates #}
     select
-        source_format, source_database, source_schema, source_table, pk, op, row,
-        valid_from as event_time, vendor_sequence, apply_order, change_id, ingested_at
+        source_format, source_database, source_schema, source_table, pk, op,
+        cast(null as string) as row, row is not null as has_row,
+        valid_from as event_time, vendor_sequence, apply_order, change_id, ingested_at,
+        true as is_stored, next_apply_order as stored_next_apply_order
     from {{ this }}
     {%- else %}
     select * from new_effects
@@ -84,8 +96,9 @@ truncated_keys as (
     {#- a truncate ends every key of its table that is live before it #}
     select
         truncations.source_format, truncations.source_database, truncations.source_schema,
-        truncations.source_table, live.pk, 't' as op, null as row, truncations.event_time,
-        truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at
+        truncations.source_table, live.pk, 't' as op, null as row, false as has_row, truncations.event_time,
+        truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at,
+        false as is_stored, cast(null as string) as stored_next_apply_order
     from truncations
     inner join seen_keys as live
         on
@@ -173,11 +186,13 @@ final as (
         valid_to,
         apply_order,
         next_apply_order,
-        next_apply_order is null and row is not null as is_current,
+        next_apply_order is null and has_row as is_current,
         vendor_sequence,
         change_id,
         ingested_at
     from intervals
+    {#- a stored version is written again only when its end moved #}
+    where not is_stored or not next_apply_order <=> stored_next_apply_order
 
 )
 

@@ -10,6 +10,7 @@
     incremental_strategy='merge',
     unique_key='state_key',
     merge_update_condition='DBT_INTERNAL_SOURCE.apply_order > DBT_INTERNAL_DEST.apply_order',
+    tblproperties={'delta.enableDeletionVectors': 'true'},
 ) }}
 
 {%- set truncate_marker = "'<truncate>'" %}
@@ -18,9 +19,7 @@ with new_changes as (
 
     select * from {{ ref('cdc_changes') }}
     {%- if is_incremental() %}
-    where ingested_at > (
-        select coalesce(max(ingested_at), timestamp '1970-01-01') from {{ this }}
-    )
+    where ingested_at > {{ cdc_watermark('ingested_at') }}
     {%- endif %}
 
 ),

@@ -15,6 +15,7 @@
     incremental_strategy='merge',
     unique_key='column_key',
     merge_update_condition='DBT_INTERNAL_SOURCE.last_seen_order > DBT_INTERNAL_DEST.last_seen_order',
+    tblproperties={'delta.enableDeletionVectors': 'true'},
 ) }}
 
 with new_changes as (
@@ -22,9 +23,7 @@ with new_changes as (
     select * from {{ ref('cdc_changes') }}
     where after_image is not null
     {%- if is_incremental() %}
-        and ingested_at > (
-            select coalesce(max(last_ingested_at), timestamp '1970-01-01') from {{ this }}
-        )
+        and ingested_at > {{ cdc_watermark('last_ingested_at') }}
     {%- endif %}
 
 ),

@@ -20,31 +20,32 @@
 
 with typed_columns as (
 
+    {#- one inline table, not a union of one-row selects: Spark analyses a union of hundreds of
+        branches for tens of seconds #}
+    select * from values
     {%- for spec in specs %}
-    select
-        {{ cdc_sql_string(spec.source_format) }} as source_format,
-        {{ cdc_sql_string(spec.source_database) }} as source_database,
-        {{ cdc_sql_string(spec.source_schema) }} as source_schema,
-        {{ cdc_sql_string(spec.source_table) }} as source_table,
-        {{ cdc_sql_string(spec.view_name) }} as view_name,
-        {{ loop.index }} as column_position,
-        {{ cdc_sql_string(spec.column_name) }} as column_name,
-        {{ cdc_sql_string(spec.spark_type) }} as spark_type,
-        {{ cdc_sql_string(spec.previous_spark_type) }} as previous_spark_type,
-        {{ cdc_sql_string(spec.vendor_type) }} as vendor_type
-    union all
+        (
+            {{ cdc_sql_string(spec.source_format) }},
+            {{ cdc_sql_string(spec.source_database) }},
+            {{ cdc_sql_string(spec.source_schema) }},
+            {{ cdc_sql_string(spec.source_table) }},
+            {{ cdc_sql_string(spec.view_name) }},
+            {{ loop.index }},
+            {{ cdc_sql_string(spec.column_name) }},
+            {{ cdc_sql_string(spec.spark_type) }},
+            {{ cdc_sql_string(spec.previous_spark_type) }},
+            {{ cdc_sql_string(spec.vendor_type) }}
+        ),
     {%- endfor %}
-    select
-        cast(null as string) as source_format,
-        cast(null as string) as source_database,
-        cast(null as string) as source_schema,
-        cast(null as string) as source_table,
-        cast(null as string) as view_name,
-        cast(null as int) as column_position,
-        cast(null as string) as column_name,
-        cast(null as string) as spark_type,
-        cast(null as string) as previous_spark_type,
-        cast(null as string) as vendor_type
+        (
+            cast(null as string), cast(null as string), cast(null as string), cast(null as string),
+            cast(null as string), cast(null as int), cast(null as string), cast(null as string),
+            cast(null as string), cast(null as string)
+        )
+    as specs (
+        source_format, source_database, source_schema, source_table, view_name, column_position,
+        column_name, spark_type, previous_spark_type, vendor_type
+    )
 
 ),
 

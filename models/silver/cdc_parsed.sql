@@ -11,23 +11,28 @@
     incremental_strategy='append',
     partition_by=['record_kind'],
     on_schema_change='append_new_columns',
+    tblproperties={
+        'delta.dataSkippingStatsColumns': 'ingested_at,source_format,source_table,kafka_topic',
+    },
 ) }}
+{#- Statistics only on the columns readers filter by: downstream models skip files by
+    ingested_at, and min/max of the long image and raw-value columns would only cost time. #}
 
 {#-
-    Only the parsers of the formats present in the new records are compiled in: the plan of
-    all fifteen parsers takes Spark tens of seconds to analyse and optimise, even for a handful
-    of records. The formats and the newest ingested_at are read at compile time
-    (cdc_new_record_formats); the run then reads exactly the records that were looked at, so a
-    record landed meanwhile waits for the next run instead of meeting a missing parser.
+    Routed once, at compile time (cdc_new_records): the formats of the new records, the format
+    of each topic, and which parsers are needed. Only those parsers are compiled in (the plan
+    of all fifteen takes Spark tens of seconds to analyse, even for a handful of records); each
+    reads only the bronze files of its own topics; nothing is detected twice. The watermarks are
+    literals, so Delta skips the bronze files parsed before (a scalar subquery would not).
 -#}
 {%- set parsed_formats = [] -%}
 {%- for format_id, parser in cdc_formats().items() if context.get(parser) is not none -%}
     {%- do parsed_formats.append(format_id) -%}
 {%- endfor %}
-{%- set new_records = cdc_new_record_formats(is_incremental()) -%}
+{%- set plan = cdc_new_records(is_incremental()) -%}
 {%- set parsers = {} -%}
 {%- for format_id, parser in cdc_formats().items() if format_id in parsed_formats -%}
-    {%- if new_records.formats is none or format_id in new_records.formats -%}
+    {%- if plan.formats is none or format_id in plan.formats -%}
         {%- do parsers.setdefault(parser, []).append(format_id) -%}
     {%- endif -%}
 {%- endfor %}
@@ -36,37 +41,46 @@ with new_records as (
 
     select * from {{ source('bronze', 'kafka_records') }}
     where true
-    {%- if is_incremental() %}
+    {%- if plan.after is not none %}
+        and ingested_at > timestamp '{{ plan.after }}'
+    {%- elif is_incremental() %}
         and ingested_at > (
             select coalesce(max(ingested_at), timestamp '1970-01-01') from {{ this }}
         )
     {%- endif %}
-    {%- if new_records.none_new %}
+    {%- if plan.none_new %}
         and false
-    {%- elif new_records.up_to is not none %}
-        and ingested_at <= timestamp '{{ new_records.up_to }}'
+    {%- elif plan.up_to is not none %}
+        and ingested_at <= timestamp '{{ plan.up_to }}'
     {%- endif %}
 
 ),
 
 routed as (
 
-    {{ cdc_route_records('new_records') }}
+    {{ cdc_route_records('new_records', plan.topic_formats, detect=plan.mixed) }}
 
 ),
+{%- for parser, format_ids in parsers.items() %}
 
-decodable as (
+records_for_{{ parser }} as (
 
     select * from routed
-    where value is null or value_is_utf8
+    where
+        (value is null or value_is_utf8)
+        {%- set topics = [] %}
+        {%- for format_id in format_ids %}
+            {%- do topics.extend(plan.parser_topics.get(format_id, [none])) %}
+        {%- endfor %}
+        {%- if topics and none not in topics %}
+        and topic in ({% for topic in topics %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
+        {%- endif %}
 
 ),
-
-{%- for parser, format_ids in parsers.items() %}
 
 parsed_by_{{ parser }} as (
 
-    {{ context[parser]('decodable', format_ids) }}
+    {{ context[parser]('records_for_' ~ parser, format_ids) }}
 
 ),
 {%- endfor %}
@@ -106,6 +120,10 @@ unioned as (
     union all
     {%- endfor %}
     select * from unparsable
+    {#- no record needs the unparsable branch: it is kept for its columns, reading nothing #}
+    {%- if plan.unparsable == 0 %}
+    where false
+    {%- endif %}
 
 ),
 

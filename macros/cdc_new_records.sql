@@ -1,0 +1,112 @@
+{% macro cdc_new_records(incremental) -%}
+    {#-
+        What silver.cdc_parsed is about to read, routed once at compile time. One query over the
+        bronze records landed after the newest one already parsed resolves each record's format
+        (given at ingest, else the cdc_topic_formats seed, else detected from its shape) and
+        counts, per (topic, format), the records and those whose value is not UTF-8. The model
+        then compiles in only the parsers it needs, looks the format of a topic up in a literal
+        map instead of detecting it again in every parser's branch, lets each parser read only
+        the files of its own topics (Delta data skipping on the topic), and drops the branch of
+        unparsable records when there is none.
+
+        Returns {
+            'after': the newest ingested_at already parsed (string; none on a first run),
+            'up_to': the newest ingested_at among the new records (none: no new record),
+            'none_new': true when there is no new record,
+            'formats': the resolved format ids (none outside execution: every parser),
+            'topic_formats': topic -> format id, for topics whose new records all resolve to one
+                known format,
+            'parser_topics': format id -> its topics, when every record of that format comes
+                from such a topic (else the format is absent: its parser reads every record),
+            'mixed': true when some record's topic is not in topic_formats (full routing needed),
+            'unparsable': how many records cannot reach a parser (not UTF-8, no or unknown format),
+        }
+        The run reads exactly the records looked at here (ingested_at in (after, up_to]), so a
+        record landed meanwhile waits for the next run.
+    -#}
+    {%- set result = {
+        'after': none, 'up_to': none, 'none_new': false, 'formats': none,
+        'topic_formats': {}, 'parser_topics': {}, 'mixed': true, 'unparsable': 1,
+    } -%}
+    {%- set bronze = source('bronze', 'kafka_records') -%}
+    {%- if not execute or adapter.get_relation(bronze.database, bronze.schema, bronze.identifier) is none -%}
+        {{ return(result) }}
+    {%- endif -%}
+    {%- if incremental -%}
+        {%- set watermark = run_query(
+            'select cast(max(ingested_at) as string) as after from ' ~ this
+        ).rows[0]['after'] -%}
+        {%- do result.update({'after': watermark}) -%}
+    {%- endif -%}
+    {%- set query -%}
+        with new_records as (
+            select topic, format, key, value, ingested_at
+            from {{ bronze }}
+            {%- if result.after is not none %}
+            where ingested_at > timestamp '{{ result.after }}'
+            {%- endif %}
+        ),
+
+        routed as (
+            {{ cdc_route_records('new_records') }}
+        )
+
+        select
+            topic,
+            resolved_format,
+            count(*) as records,
+            count_if(value is not null and not value_is_utf8) as undecodable,
+            cast(max(ingested_at) as string) as up_to
+        from routed
+        group by topic, resolved_format
+    {%- endset -%}
+    {%- set rows = run_query(query).rows -%}
+    {%- set known = cdc_formats() -%}
+    {%- set formats = [] -%}
+    {%- set stamps = [] -%}
+    {%- set formats_of_topic = {} -%}
+    {%- set unparsable = [0] -%}
+    {%- for row in rows -%}
+        {%- set fmt = row['resolved_format'] -%}
+        {%- do stamps.append(row['up_to']) -%}
+        {%- do formats_of_topic.setdefault(row['topic'], []).append(fmt) -%}
+        {%- if fmt is not none and fmt not in formats -%}
+            {%- do formats.append(fmt) -%}
+        {%- endif -%}
+        {%- if fmt is none or fmt not in known or context.get(known[fmt]) is none -%}
+            {%- do unparsable.append(row['records']) -%}
+        {%- else -%}
+            {%- do unparsable.append(row['undecodable']) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set topic_formats = {} -%}
+    {%- for topic, fmts in formats_of_topic.items() -%}
+        {%- if fmts | length == 1 and fmts[0] is not none -%}
+            {%- do topic_formats.update({topic: fmts[0]}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set parser_topics = {} -%}
+    {%- for fmt in formats -%}
+        {%- set topics = [] -%}
+        {%- set pure = [true] -%}
+        {%- for topic, fmts in formats_of_topic.items() if fmt in fmts -%}
+            {%- do topics.append(topic) -%}
+            {%- if topic not in topic_formats -%}
+                {%- do pure.append(false) -%}
+            {%- endif -%}
+        {%- endfor -%}
+        {%- if pure | min -%}
+            {%- do parser_topics.update({fmt: topics | sort}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- do result.update({
+        'up_to': (stamps | max) if stamps else none,
+        'none_new': not stamps,
+        'formats': formats,
+        'topic_formats': topic_formats,
+        'parser_topics': parser_topics,
+        'mixed': formats_of_topic | length != topic_formats | length,
+        'unparsable': unparsable | sum,
+    }) -%}
+    {{ return(result) }}
+{%- endmacro %}
