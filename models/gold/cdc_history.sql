@@ -2,8 +2,9 @@
     SCD type 2 history of every source row: one version per change of a key, valid from its
     change to the key's next change (in apply order, so late arrivals slot into place), the
     latest one current. A delete (or a truncate, or the old key of a key-changing update)
-    closes the key's interval with a version whose row is null. Incremental: the versions
-    of the keys that new changes touch are recomputed and MERGEd.
+    closes the key's interval with a version whose row is null. Incremental: for every key
+    the new changes touch, the stored versions from its first new change on and the one just
+    before are recomputed, and only those whose end moved are MERGEd (with the new ones).
 
     State as of a time:
         select * from gold.cdc_history
@@ -17,6 +18,12 @@
     so the versions already stored are read without their row images (known_versions), and
     only those of the keys the new changes touch are recomputed.
 -#}
+{%- set history_columns = [
+    'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
+    'event_time', 'vendor_sequence', 'apply_order', 'change_id', 'ingested_at', 'is_stored',
+    'stored_next_apply_order',
+] %}
+
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',
@@ -111,9 +118,30 @@ truncated_keys as (
 
 affected_keys as (
 
-    select distinct source_database, source_schema, source_table, pk from new_effects
-    union
-    select distinct source_database, source_schema, source_table, pk from truncated_keys
+    select
+        source_database, source_schema, source_table, pk,
+        min(apply_order) as first_new_order
+    from (
+        select source_database, source_schema, source_table, pk, apply_order from new_effects
+        union all
+        select source_database, source_schema, source_table, pk, apply_order from truncated_keys
+    ) as touched
+    group by source_database, source_schema, source_table, pk
+
+),
+
+known_of_affected as (
+
+    select
+        known_versions.*,
+        affected_keys.first_new_order
+    from known_versions
+    inner join affected_keys
+        on
+            known_versions.source_database <=> affected_keys.source_database
+            and known_versions.source_schema <=> affected_keys.source_schema
+            and known_versions.source_table = affected_keys.source_table
+            and known_versions.pk = affected_keys.pk
 
 ),
 
@@ -123,13 +151,20 @@ versions as (
     union all
     select * from truncated_keys
     union all
-    select known_versions.* from known_versions
-    inner join affected_keys
-        on
-            known_versions.source_database <=> affected_keys.source_database
-            and known_versions.source_schema <=> affected_keys.source_schema
-            and known_versions.source_table = affected_keys.source_table
-            and known_versions.pk = affected_keys.pk
+    {#- stored versions from the first new change of their key on: their ends may move #}
+    select {{ history_columns | join(', ') }}
+    from known_of_affected
+    where apply_order >= first_new_order
+    union all
+    {#- and the one version just before it, which the first new change ends; versions before
+        that keep their ends, however many a hot key has #}
+    select last_before.*
+    from (
+        select max_by(struct({{ history_columns | join(', ') }}), apply_order) as last_before
+        from known_of_affected
+        where apply_order < first_new_order
+        group by source_database, source_schema, source_table, pk
+    ) as predecessors
 
 ),
 
