@@ -1,0 +1,108 @@
+"""The benchmark's generator (bench/generate.py): its messages go through the pipeline unharmed.
+
+A benchmark whose input the pipeline cannot read, or reads wrong, measures nothing. The
+end-to-end test lands a small generated history of every format through the CLI, as
+bench/run.py does, builds, and compares gold.cdc_current_state key by key and value by value
+with the generator's own final state; the others check what makes the generator fit for
+millions of changes (cost per change, determinism, Kafka coordinates).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import PROJECT, CliLakehouse
+
+sys.path.insert(0, str(PROJECT / "bench"))
+
+import generate  # noqa: E402
+
+
+def exact(text: str) -> Any:
+    """JSON text decoded with every number kept as ("num", its exact text): 1.50 is not 1.5,
+    and the number 7 is not the string "7"."""
+    return json.loads(text, parse_float=lambda t: ("num", t), parse_int=lambda t: ("num", t))
+
+
+def test_decimals_are_written_as_java_big_decimal_to_string_writes_them() -> None:
+    # OMS writes DECIMAL with BigDecimal.toString(): scientific below an adjusted exponent of -6
+    assert generate._big_decimal(0) == "0E-10"
+    assert generate._big_decimal(1234) == "1.234E-7"
+    assert generate._big_decimal(5) == "5E-10"
+    assert generate._big_decimal(-12345) == "-0.0000012345"
+    assert generate._big_decimal(10**22 - 1) == "999999999999.9999999999"
+    assert generate._plain(-5) == "-0.0000000005"
+    assert generate._plain(0) == "0.0000000000"
+
+
+def test_generation_is_deterministic_and_continues_one_history(tmp_path: Path) -> None:
+    def run(out: Path) -> dict[str, str]:
+        source, offsets = generate.Source(tables=6, seed=3), {}
+        generate.write_kcat(out, source.changes(1500), offsets)
+        generate.write_kcat(out.with_name("more.jsonl"), source.changes(300), offsets)
+        files = [*generate.format_files(out).values(), *generate.format_files(out.with_name("more.jsonl")).values()]
+        return {p.name: p.read_text(encoding="utf-8") for p in files}
+
+    first, second = run(tmp_path / "a" / "c.jsonl"), run(tmp_path / "b" / "c.jsonl")
+    assert first == second
+    # one partition per topic, offsets 0, 1, 2, ... across the first file and the increment
+    offsets: dict[str, list[int]] = {}
+    for name in sorted(first, key=lambda n: n.startswith("more")):
+        for line in first[name].splitlines():
+            rec = json.loads(line)
+            assert rec["partition"] == 0 and rec["topic"].startswith("bench.")
+            offsets.setdefault(rec["topic"], []).append(rec["offset"])
+    assert all(o == list(range(len(o))) for o in offsets.values())
+    assert {t.split(".")[1] for t in offsets} == set(generate.FORMATS)
+
+
+def test_a_change_costs_the_same_however_large_the_table() -> None:
+    # one table of ~20,000 live rows: a cost per change proportional to the live rows (the old
+    # generator copied them on every update) takes minutes here, O(1) about a second
+    source = generate.Source(tables=1, seed=5)
+    started = time.monotonic()
+    count = sum(1 for _ in source.changes(200_000))
+    assert count >= 200_000
+    assert sum(source.live_counts().values()) > 15_000
+    assert time.monotonic() - started < 30
+
+
+def test_generated_history_reaches_gold_exactly(tmp_path: Path) -> None:
+    source = generate.Source(tables=8, seed=7)
+    out = tmp_path / "changes.jsonl"
+    counts = generate.write_kcat(out, source.changes(3000), {})
+    truth = source.current_state()
+    values = [v for rows in truth.values() for v in rows.values()]
+    # the cases exactness is about are in the final state, not only somewhere in the history
+    assert any("E-" in v for v in values), "no OMS DECIMAL in scientific notation left"
+    assert any('"balance":-' in v or '"balance":"-' in v for v in values), "no negative DECIMAL left"
+    assert any(x in v for v in values for x in ("\\\\", '\\"', "\\n", "\\u0001", "北", "Zoë")), "no odd name left"
+    records = [line for p in generate.format_files(out).values() for line in p.read_text("utf-8").splitlines()]
+    assert any('"payload":null' in r for r in records), "no Debezium tombstone"
+    assert any("HEARTBEAT" in r for r in records), "no OMS heartbeat"
+
+    lh = CliLakehouse(tmp_path / "lakehouse")
+    for fmt, path in generate.format_files(out).items():
+        stdout = lh.run("ingest", "--from-file", str(path), "--format", fmt).stdout
+        assert f"landed {counts[fmt]}," in stdout
+    lh.run("build")
+
+    assert lh.sql_json("select source_format, reason, count(*) as n from silver.cdc_quarantine group by 1, 2") == []
+    live = {r["source_table"]: int(r["n"]) for r in lh.sql_json(
+        "select source_table, count(*) as n from gold.cdc_current_state group by 1")}
+    assert live == source.live_counts()
+
+    formats = source.formats()
+    got: dict[tuple[str, str], Any] = {}
+    for r in lh.sql_json("select source_format, source_table, pk, row from gold.cdc_current_state"):
+        assert r["source_format"] == formats[r["source_table"]]
+        pk = {column: str(value) for column, value in json.loads(r["pk"]).items()}
+        got[(r["source_table"], json.dumps(pk, sort_keys=True))] = exact(r["row"])
+    want = {(table, pk): exact(row) for table, rows in truth.items() for pk, row in rows.items()}
+    assert got.keys() == want.keys()
+    wrong = {k: (want[k], got[k]) for k in want if got[k] != want[k]}
+    assert not wrong, f"{len(wrong)} rows differ, e.g. {list(wrong.items())[:3]}"
