@@ -166,21 +166,25 @@ class Step:
         print(f"[bench] {name}: {self.seconds:.1f}s, driver peak {self.peak_gib:.2f} GiB", file=sys.stderr, flush=True)
 
 
-def land(name: str, sources: dict[str, list[str]], expected: dict[str, int], env: dict[str, str],
-         problems: list[str]) -> dict:
-    """One ``lakehouse ingest`` per format (``sources``: format -> its source arguments), each
-    with ``--format``: Canal's shape is shared with Huawei DRS, so a topic's format is given."""
-    seconds, peak, per_format = 0.0, 0.0, {}
-    for fmt, args in sources.items():
-        step = Step(f"{name} ({fmt})", [str(BIN / "lakehouse"), "ingest", *args, "--format", fmt], env)
-        landed = re.search(r"landed (\d+),", step.out)
-        if landed is None or int(landed.group(1)) != expected[fmt]:
-            problems.append(f"{name} ({fmt}): landed {landed.group(1) if landed else '?'} of {expected[fmt]} records")
-        seconds, peak = seconds + step.seconds, max(peak, step.peak_gib)
-        per_format[fmt] = {"s": step.seconds, "records": expected[fmt]}
+def land(name: str, args: list[str], expected: dict[str, int], env: dict[str, str], problems: list[str]) -> dict:
+    """One ``lakehouse ingest`` of every topic, as a user lands a dump or a cluster: no
+    ``--format``, the build learns each topic's format from ``generate.build_vars()``."""
+    step = Step(name, [str(BIN / "lakehouse"), "ingest", *args], env)
+    landed = re.search(r"landed (\d+),", step.out)
     records = sum(expected.values())
-    return {"s": seconds, "records": records, "records_per_s": records / seconds, "peak_gib": peak,
-            "processes": len(sources), "per_format": per_format}
+    if landed is None or int(landed.group(1)) != records:
+        problems.append(f"{name}: landed {landed.group(1) if landed else '?'} of {records} records")
+    return {"s": step.seconds, "records": records, "records_per_s": records / step.seconds,
+            "peak_gib": step.peak_gib, "per_format": expected}
+
+
+def model_seconds() -> dict[str, float]:
+    """Seconds per model and seed of the last dbt run (target/run_results.json): where the time went."""
+    try:
+        results = json.loads((PROJECT / "target" / "run_results.json").read_text(encoding="utf-8"))["results"]
+    except (OSError, KeyError, ValueError):
+        return {}
+    return {r["unique_id"].split(".", 1)[1]: round(r["execution_time"], 1) for r in results}
 
 
 def check_answer(when: str, expected: dict[str, int], env: dict[str, str], problems: list[str]) -> int:
@@ -223,19 +227,21 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path) -> dict:
     print(f"[bench] generated {changes:,} changes ({result['records']:,} records) and {increment:,} more "
           f"in {result['generate_s']:.1f}s", file=sys.stderr, flush=True)
 
-    files = {fmt: ["--from-file", str(p)] for fmt, p in generate.format_files(first_file).items()}
-    landed = land("land from file", files, first_counts, env, problems)
+    landed = land("land from file", ["--from-file", str(first_file)], first_counts, env, problems)
     result["land_file"] = landed
     result["land_file_s"], result["land_file_records_per_s"] = landed["s"], landed["records_per_s"]
     result["land_file_peak_gib"] = landed["peak_gib"]
 
-    build = Step("first build", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test"], env)
+    build = Step("first build", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test",
+                                  "--vars", generate.build_vars()], env)
     result["first_build_s"], result["first_build_peak_gib"] = build.seconds, build.peak_gib
     result["first_build_changes_per_s"] = changes / build.seconds
+    result["first_build_models_s"] = model_seconds()
     result["live_rows_gold"] = check_answer("the first build", expected_first, env, problems)
 
     test = Step("data tests", [str(BIN / "dbt"), "test", "--profiles-dir", str(PROJECT / "profiles"),
-                               "--project-dir", str(PROJECT)], env, check=False)
+                               "--project-dir", str(PROJECT),
+                               "--vars", generate.build_vars()], env, check=False)
     result["first_test_s"], result["first_test_peak_gib"] = test.seconds, test.peak_gib
     if test.returncode != 0:
         failed = [line.strip() for line in test.out.splitlines() if "FAIL" in line or "ERROR" in line]
@@ -252,11 +258,12 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path) -> dict:
     result["first_build_vs_floor"] = build.seconds / floor.seconds
     result["first_build_vs_floor_query"] = build.seconds / float(query_s)
 
-    more = {fmt: ["--from-file", str(p)] for fmt, p in generate.format_files(more_file).items()}
-    result["land_increment"] = land("land 1% more", more, more_counts, env, problems)
-    inc = Step("incremental build", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test"], env)
+    result["land_increment"] = land("land 1% more", ["--from-file", str(more_file)], more_counts, env, problems)
+    inc = Step("incremental build", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test",
+                                  "--vars", generate.build_vars()], env)
     result["incremental_build_s"], result["incremental_build_peak_gib"] = inc.seconds, inc.peak_gib
     result["incremental_vs_first"] = inc.seconds / build.seconds
+    result["incremental_build_models_s"] = model_seconds()
     check_answer("the incremental build", expected_more, env, problems)
 
     if kafka:
@@ -321,17 +328,13 @@ def kafka_landing(first_file: Path, counts: dict[str, int], changes: int, out: P
     shutil.rmtree(directory, ignore_errors=True)
     info = broker.start(port=free_port(), directory=directory)
     try:
-        produced, produce_s = 0, 0.0
-        for path in generate.format_files(first_file).values():
-            n, s = produce(path, info.bootstrap_servers)
-            produced, produce_s = produced + n, produce_s + s
+        produced, produce_s = produce(first_file, info.bootstrap_servers)
         print(f"[bench] produced {produced:,} records in {produce_s:.1f}s", file=sys.stderr, flush=True)
         root = out / f"lakehouse-kafka-{changes}"
         shutil.rmtree(root, ignore_errors=True)
         env = dict(os.environ, LAKEHOUSE_DIR=str(root))
-        sources = {fmt: ["--bootstrap-servers", info.bootstrap_servers, "--topic-pattern", f"bench[.]{fmt}[.].*"]
-                   for fmt in generate.FORMATS}
-        landed = land("land from Kafka", sources, counts, env, problems)
+        landed = land("land from Kafka", ["--bootstrap-servers", info.bootstrap_servers,
+                                          "--topic-pattern", "bench[.].*"], counts, env, problems)
         return {"kafka_produce_s": produce_s, "land_kafka": landed, "land_kafka_s": landed["s"],
                 "land_kafka_records_per_s": landed["records_per_s"], "land_kafka_peak_gib": landed["peak_gib"]}
     finally:
@@ -391,6 +394,13 @@ def table(results: list[dict], summary: dict) -> str:
     if "incremental_largest_vs_smallest" in summary:
         lines.append(f"\nincremental build at {results[-1]['changes']:,} vs {results[0]['changes']:,} changes "
                      f"of history: {summary['incremental_largest_vs_smallest']:.2f}x")
+    last = results[-1]
+    first, inc = last.get("first_build_models_s", {}), last.get("incremental_build_models_s", {})
+    if first:
+        lines += [f"\nwhere the build time goes at {last['changes']:,} changes (seconds per dbt node):\n",
+                  "| node | first build | incremental |", "| --- | --- | --- |"]
+        for node in sorted(first, key=lambda n: -first[n]):
+            lines.append(f"| {node} | {first[node]:.1f} | {inc.get(node, 0):.1f} |")
     return "\n".join(lines)
 
 

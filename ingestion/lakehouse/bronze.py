@@ -11,11 +11,12 @@ from __future__ import annotations
 import shutil
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 TABLE = "bronze.kafka_records"
 
@@ -103,43 +104,187 @@ def land(
     fmt: str | None,
     source: str,
     batch_id: str | None = None,
+    ranges: list[OffsetRange] | None = None,
+    unique_offsets: bool = False,
 ) -> LandResult:
     """MERGE ``records`` (columns :data:`RECORD_COLUMNS`) into bronze, inserting only new offsets.
 
     Offsets repeated inside the batch are landed once. ``fmt`` is the format id given at ingest
     (or ``None``); ``source`` says where the batch came from. Returns counts for the summary.
+
+    The MERGE reads only the bronze files whose statistics overlap the batch's offset ranges, so
+    its cost follows the batch, not the size of bronze. The ranges come from one aggregation
+    over ``records`` (so ``records`` is read twice: persist it when computing it twice would
+    cost), or from the caller (``ranges``, e.g. from a pass it makes anyway), who guarantees
+    that they cover every record: the MERGE cannot see whether bronze holds a record outside
+    them. ``unique_offsets=True`` tells that no offset repeats (a Kafka micro-batch reads every
+    offset once), which skips that check.
+    """
+    ensure_bronze(spark)
+    batch_id = batch_id or uuid.uuid4().hex
+    if ranges is None:
+        ranges = offset_ranges(records, check_repeats=not unique_offsets)
+    ranges = [r for r in ranges if r.records]
+    read = sum(r.records for r in ranges)
+    if read == 0:
+        return LandResult(batch_id, 0, 0)
+    batch = records.select(*RECORD_COLUMNS)
+    if any(r.repeated for r in ranges):
+        batch = batch.dropDuplicates(["topic", "partition", "offset"])
+    else:
+        batch = _coalesced(batch, read)
+    landed = _merge(spark, _stamped(batch, fmt, source, batch_id), ranges, batch_id)
+    return LandResult(batch_id, read, landed)
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """The offsets one batch holds of one topic partition."""
+
+    topic: str
+    partition: int
+    first: int
+    last: int
+    records: int
+    #: Whether some offset occurs more than once in the batch.
+    repeated: bool = False
+
+
+def offset_ranges(records: DataFrame, *, check_repeats: bool = True) -> list[OffsetRange]:
+    """Per (topic, partition) of ``records``: first and last offset, record count, repeats."""
+    return ranges_of(aggregate_offsets(records, check_repeats=check_repeats))
+
+
+def aggregate_offsets(records: DataFrame, *extra: Column, check_repeats: bool = True) -> list[Row]:
+    """The aggregation behind :func:`offset_ranges` (plus ``extra`` aggregates), collected.
+
+    One small aggregation. Repeats are found exactly and cheaply with Spark's offset bitmaps:
+    each task ORs the offsets it reads into one bitmap per block of 32768 offsets, so only those
+    bitmaps are shuffled, not every key. Rows whose topic is null come back with topic None.
     """
     from pyspark.sql import functions as F
 
-    ensure_bronze(spark)
-    batch_id = batch_id or uuid.uuid4().hex
-    read = records.count()
-    if read == 0:
-        return LandResult(batch_id, 0, 0)
-    batch = (
-        records.select(*RECORD_COLUMNS)
-        .dropDuplicates(["topic", "partition", "offset"])
-        .withColumn("format", F.lit(fmt).cast("string"))
-        .withColumn("source", F.lit(source))
-        .withColumn("ingested_at", F.current_timestamp())
-        .withColumn("batch_id", F.lit(batch_id))
+    keys = ["topic", "partition"]
+    aggregates = [
+        F.min("offset").alias("first"),
+        F.max("offset").alias("last"),
+        F.count(F.lit(1)).alias("records"),
+        *extra,
+    ]
+    if check_repeats:
+        keys.append(F.bitmap_bucket_number("offset").alias("bucket"))
+        aggregates.append(F.bitmap_count(F.bitmap_construct_agg(F.bitmap_bit_position("offset"))).alias("distinct"))
+    return records.groupBy(*keys).agg(*aggregates).collect()
+
+
+def ranges_of(rows: list[Row]) -> list[OffsetRange]:
+    """:class:`OffsetRange` per topic partition from the rows of :func:`aggregate_offsets`."""
+    merged: dict[tuple[str | None, int | None], list[Row]] = {}
+    for row in rows:
+        merged.setdefault((row["topic"], row["partition"]), []).append(row)
+    return [_merge_buckets(topic, partition, rows) for (topic, partition), rows in sorted(
+        merged.items(), key=lambda item: (item[0][0] or "", item[0][1] or 0))]  # fmt: skip
+
+
+def _merge_buckets(topic: str | None, partition: int | None, rows: list[Row]) -> OffsetRange:
+    """One :class:`OffsetRange` from the per-bucket rows of one topic partition."""
+    firsts = [r["first"] for r in rows if r["first"] is not None]
+    lasts = [r["last"] for r in rows if r["last"] is not None]
+    records = sum(int(r["records"]) for r in rows)
+    # Buckets hold disjoint offsets, so the distinct offsets of the partition add up.
+    repeated = "distinct" in rows[0].__fields__ and sum(int(r["distinct"] or 0) for r in rows) != records
+    return OffsetRange(
+        topic, int(partition or 0), min(firsts, default=0), max(lasts, default=0), records, repeated  # type: ignore[arg-type]
     )
+
+
+#: Records per bronze file the loaders aim at (about 25 MB of Parquet for CDC-sized messages).
+RECORDS_PER_FILE = 250_000
+
+
+def _coalesced(batch: DataFrame, records: int) -> DataFrame:
+    """``batch`` in fewer, bigger tasks when it comes in many small ones.
+
+    A Kafka micro-batch has one Spark partition per topic partition: fifty topics would make
+    fifty small files per batch. Coalescing (no shuffle) keeps the cores busy and writes about
+    one file per :data:`RECORDS_PER_FILE` records.
+    """
+    cores = batch.sparkSession.sparkContext.defaultParallelism
+    wanted = max(-(-records // RECORDS_PER_FILE), min(cores, -(-records // 50_000)), 1)
+    if batch.rdd.getNumPartitions() > 2 * wanted:
+        return batch.coalesce(wanted)
+    return batch
+
+
+def _stamped(batch: DataFrame, fmt: str | None, source: str, batch_id: str) -> DataFrame:
+    """The batch as bronze rows: record columns and the batch's stamps.
+
+    ``ingested_at`` is one literal for the whole batch, taken here, so every record of the
+    batch carries the same value whatever plan Delta picks for the MERGE.
+    """
+    from pyspark.sql import functions as F
+
+    return batch.select(
+        *RECORD_COLUMNS,
+        F.lit(fmt).cast("string").alias("format"),
+        F.lit(source).alias("source"),
+        F.lit(datetime.now(timezone.utc)).cast("timestamp").alias("ingested_at"),
+        F.lit(batch_id).alias("batch_id"),
+    )
+
+
+def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], batch_id: str) -> int:
+    """MERGE ``batch`` into bronze, inserting the (topic, partition, offset) keys not there yet.
+
+    The match is limited to the batch's offset ranges on the bronze side. That changes no
+    result (a bronze row equal to a batch key lies in its range) but lets Delta skip, by the
+    min/max statistics of each file, every bronze file that cannot hold those offsets: a later
+    ingest reads a few files, not all of bronze.
+    """
     view = f"_bronze_batch_{batch_id}"
     batch.createOrReplaceTempView(view)
     try:
-        # The topic list narrows the match to the files of those topics (data skipping).
-        topics = [r.topic for r in batch.select("topic").distinct().collect()]
-        topic_list = ", ".join("'" + t.replace("\\", "\\\\").replace("'", "\\'") + "'" for t in topics)
         metrics = spark.sql(
             f"""
             merge into {TABLE} as t
             using {view} as s
-            on t.topic in ({topic_list})
+            on ({range_filter(ranges, "t.")})
                 and t.topic = s.topic and t.partition = s.partition and t.offset = s.offset
             when not matched then insert *
             """
         ).collect()
     finally:
         spark.catalog.dropTempView(view)
-    landed = int(metrics[0]["num_inserted_rows"]) if metrics else 0
-    return LandResult(batch_id, read, landed)
+    return int(metrics[0]["num_inserted_rows"]) if metrics else 0
+
+
+#: Above this many topic partitions in one batch, the MERGE filter is one range per topic.
+MAX_PARTITION_RANGES = 1000
+
+
+def range_filter(ranges: list[OffsetRange], prefix: str = "") -> str:
+    """SQL: the key columns (``prefix`` + name) lie in one of the batch's offset ranges.
+
+    A batch of very many partitions gets one range per topic instead: a wider filter is as
+    exact for the MERGE, it only skips fewer files.
+    """
+    by_topic: dict[str, list[OffsetRange]] = {}
+    for r in ranges:
+        by_topic.setdefault(r.topic, []).append(r)
+    coarse = len(ranges) > MAX_PARTITION_RANGES
+    topic, partition, offset = (f"{prefix}`{c}`" for c in ("topic", "partition", "offset"))
+    terms = []
+    for name, parts in by_topic.items():
+        if coarse:
+            inner = f"{offset} between {min(p.first for p in parts)} and {max(p.last for p in parts)}"
+        else:
+            inner = " or ".join(
+                f"({partition} = {p.partition} and {offset} between {p.first} and {p.last})" for p in parts
+            )
+        terms.append(f"({topic} = {_sql_string(name)} and ({inner}))")
+    return " or ".join(terms) or "false"
+
+
+def _sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

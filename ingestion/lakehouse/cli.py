@@ -61,20 +61,14 @@ def _ingest_file(args: argparse.Namespace) -> int:
     spark = get_spark("lakehouse-ingest")
     bronze.ensure_bronze(spark)
     _progress(f"reading {path}")
-    if args.topic:
-        first = file_source.next_offset(spark, bronze.TABLE, args.topic)
-        records = file_source.read_bare_values(spark, str(path), args.topic, first)
-    else:
-        records = file_source.read_envelopes(spark, str(path))
-    records = records.cache()
-    unrouted = records.where(records.topic == file_source.UNROUTED_TOPIC).count()
-    if unrouted:
+    first = file_source.next_offset(spark, bronze.TABLE, args.topic) if args.topic else 0
+    dump = file_source.read_dump(spark, str(path), args.topic or None, first)
+    if dump.unrouted:
         _progress(
-            f"{path}: {unrouted} line(s) are not kcat -J envelopes; landed under topic "
+            f"{path}: {dump.unrouted} line(s) are not kcat -J envelopes; landed under topic "
             f"{file_source.UNROUTED_TOPIC} for the quarantine (use --topic for bare values)"
         )
-    result = bronze.land(spark, records, fmt=args.format, source=f"file:{path}")
-    records.unpersist()
+    result = bronze.land(spark, dump.records, fmt=args.format, source=f"file:{path}", ranges=dump.ranges)
     seconds = time.monotonic() - started
     print(
         f"ingest {path.name}: read {result.read}, landed {result.landed}, "

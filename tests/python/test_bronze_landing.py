@@ -1,0 +1,188 @@
+"""Landing in bronze: exact line numbers on the JVM, offset-range pruning, repeats, re-ingest.
+
+``lakehouse ingest --from-file`` numbers lines without Python (Spark row ids per split) and
+MERGEs with a filter on the batch's offset ranges so that Delta skips the bronze files that
+cannot hold them. These tests pin down that neither changes what lands: line numbers stay those
+of the file across many splits, a record missing from bronze is always landed, one already there
+never twice, and offsets repeated inside a batch land once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import InProcessLakehouse
+from lakehouse import bronze, file_source
+from lakehouse.cli import build_parser
+from lakehouse.kafka_loader import CONSUMER_DEFAULTS, client_options, source_options
+
+
+def _envelope(topic: str, offset: int, partition: int = 0, payload: str | None = None) -> str:
+    return json.dumps({"topic": topic, "partition": partition, "offset": offset, "ts": 1_700_000_000_000 + offset,
+                       "key": f"k{offset}", "payload": payload if payload is not None else f"v{offset}"})
+
+
+@contextmanager
+def _small_splits(lh: InProcessLakehouse, size: str = "16k") -> Iterator[None]:
+    """Spark reads files in splits of ``size`` bytes, so a small file spans many splits."""
+    key = "spark.sql.files.maxPartitionBytes"
+    before = lh.spark.conf.get(key)
+    lh.spark.conf.set(key, size)
+    try:
+        yield
+    finally:
+        lh.spark.conf.set(key, before)
+
+
+def _bronze(lh: InProcessLakehouse, topic: str) -> list[dict]:
+    return lh.rows(
+        "select partition, offset, cast(value as string) as value, batch_id, ingested_at "
+        f"from bronze.kafka_records where topic = '{topic}' order by partition, offset"
+    )
+
+
+def _land(lh: InProcessLakehouse, name: str, lines: list[str], topic: str | None = None) -> bronze.LandResult:
+    """Land ``lines`` written to a file as ``lakehouse ingest --from-file`` does."""
+    path = lh.root / name
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    bronze.ensure_bronze(lh.spark)
+    first = file_source.next_offset(lh.spark, bronze.TABLE, topic) if topic else 0
+    dump = file_source.read_dump(lh.spark, str(path), topic, first)
+    return bronze.land(lh.spark, dump.records, fmt=None, source=f"file:{path}", ranges=dump.ranges)
+
+
+def test_non_envelope_lines_keep_their_line_numbers_across_many_splits(lakehouse: InProcessLakehouse) -> None:
+    lines = []
+    for i in range(6000):
+        if i % 997 == 13:
+            lines.append(f"garbage line {i} that is not an envelope")
+        elif i % 1499 == 7:
+            lines.append("   ")  # blank: numbered, never landed
+        else:
+            lines.append(_envelope("numbered", i, payload="x" * 40))
+    expected = {i: line for i, line in enumerate(lines) if line.startswith("garbage")}
+    with _small_splits(lakehouse):
+        path = lakehouse.root / "numbered.jsonl"
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        assert len(file_source._split_lines(file_source._lines(lakehouse.spark, str(path)))) > 5
+        result = _land(lakehouse, "numbered.jsonl", lines)
+    blank = sum(1 for line in lines if not line.strip())
+    assert blank == 4 and len(expected) == 7
+    assert result.read == result.landed == len(lines) - blank
+    unrouted = _bronze(lakehouse, file_source.UNROUTED_TOPIC)
+    assert {r["offset"]: r["value"] for r in unrouted} == expected
+    assert [r["offset"] for r in _bronze(lakehouse, "numbered")] == [
+        i for i, line in enumerate(lines) if line.startswith("{")
+    ]
+    again = _land(lakehouse, "numbered.jsonl", lines)
+    assert (again.read, again.landed) == (result.read, 0)
+
+
+def test_bare_values_are_numbered_contiguously_across_splits(lakehouse: InProcessLakehouse) -> None:
+    values = [f"value {i} " + "y" * 30 for i in range(3000)]
+    values[1234] = ""  # a blank line keeps its number, so later values keep theirs
+    with _small_splits(lakehouse):
+        first = _land(lakehouse, "bare1.txt", values, topic="bare")
+        second = _land(lakehouse, "bare2.txt", values[:10], topic="bare")
+    assert (first.read, first.landed, second.landed) == (2999, 2999, 10)
+    rows = _bronze(lakehouse, "bare")
+    assert [(r["offset"], r["value"]) for r in rows[:2999]] == [(i, v) for i, v in enumerate(values) if v]
+    assert [(r["offset"], r["value"]) for r in rows[2999:]] == [(3000 + i, v) for i, v in enumerate(values[:10])]
+    assert len({r["ingested_at"] for r in rows[:2999]}) == 1
+
+
+def test_pruned_merge_lands_every_missing_offset_and_nothing_twice(lakehouse: InProcessLakehouse) -> None:
+    # Three batches in three sets of files; the fourth overlaps all of them and fills gaps.
+    _land(lakehouse, "a.jsonl", [_envelope("t", o) for o in range(0, 100)] + [_envelope("u", o) for o in range(50)])
+    _land(lakehouse, "b.jsonl", [_envelope("t", o) for o in range(150, 200)])
+    _land(lakehouse, "c.jsonl", [_envelope("t", o, partition=1) for o in range(0, 300, 3)])
+    wanted = (
+        [_envelope("t", o) for o in range(90, 210)]  # 90..99 and 150..199 are there, 100..149 and 200..209 not
+        + [_envelope("t", o, partition=1) for o in range(0, 300)]  # two of every three missing
+        + [_envelope("u", o) for o in range(45, 55)]
+        + [_envelope("new", o) for o in range(5)]
+    )
+    result = _land(lakehouse, "d.jsonl", wanted)
+    assert result.read == len(wanted)
+    assert result.landed == 50 + 10 + 200 + 5 + 5
+    rows = _bronze(lakehouse, "t")
+    keys = [(r["partition"], r["offset"]) for r in rows]
+    assert len(keys) == len(set(keys))
+    assert keys == [(0, o) for o in range(0, 210)] + [(1, o) for o in range(300)]
+    assert [r["offset"] for r in _bronze(lakehouse, "u")] == list(range(55))
+    # Re-landing everything, whichever file, adds nothing.
+    for name in ("a.jsonl", "d.jsonl"):
+        lines = (lakehouse.root / name).read_text().splitlines()
+        assert _land(lakehouse, name, lines).landed == 0
+
+
+def test_merge_reads_only_the_files_that_can_hold_the_batch(lakehouse: InProcessLakehouse) -> None:
+    for batch in range(4):
+        _land(lakehouse, f"p{batch}.jsonl", [_envelope("p", batch * 100 + o) for o in range(100)])
+    # The files of the first three batches (offsets 0..299) cannot hold offsets 395..409: with
+    # them gone from disk, a MERGE that still read them would fail.
+    old = lakehouse.rows(
+        f"select distinct input_file_name() as f from {bronze.TABLE} where topic = 'p' and offset < 300"
+    )
+    assert old
+    for row in old:
+        Path(row["f"].removeprefix("file:")).unlink()
+    result = _land(lakehouse, "p-late.jsonl", [_envelope("p", o) for o in range(395, 410)])
+    assert (result.read, result.landed) == (15, 10)
+    offsets = lakehouse.rows(f"select offset from {bronze.TABLE} where topic = 'p' and offset >= 300 order by 1")
+    assert [r["offset"] for r in offsets] == list(range(300, 410))
+
+
+def test_offsets_repeated_in_a_batch_land_once(lakehouse: InProcessLakehouse) -> None:
+    # Offsets far apart fall in different bitmap blocks (32768 offsets each); repeats in any.
+    offsets = [0, 1, 32767, 32768, 32769, 70000, 1, 70000]
+    lines = [_envelope("rep", o, payload=f"copy-{i}") for i, o in enumerate(offsets)]
+    result = _land(lakehouse, "rep.jsonl", lines)
+    assert (result.read, result.landed) == (8, 6)
+    assert [r["offset"] for r in _bronze(lakehouse, "rep")] == sorted(set(offsets))
+    ranges = bronze.offset_ranges(lakehouse.spark.createDataFrame(
+        [("a", 0, o) for o in (0, 32768, 32769, 70000)] + [("b", 2, 5)], "topic string, partition int, offset bigint"))
+    assert ranges == [bronze.OffsetRange("a", 0, 0, 70000, 4), bronze.OffsetRange("b", 2, 5, 5, 1)]
+
+
+def test_quotes_and_backslashes_in_topic_names(lakehouse: InProcessLakehouse) -> None:
+    topic = "it's a \\ topic"
+    lines = [_envelope(topic, o) for o in range(3)]
+    assert _land(lakehouse, "q.jsonl", lines).landed == 3
+    assert _land(lakehouse, "q.jsonl", lines).landed == 0
+
+
+def test_many_partitions_use_one_range_per_topic(monkeypatch: pytest.MonkeyPatch) -> None:
+    ranges = [bronze.OffsetRange("t", p, p * 10, p * 10 + 5, 6) for p in range(3)]
+    assert bronze.range_filter(ranges, "t.").count("between") == 3
+    monkeypatch.setattr(bronze, "MAX_PARTITION_RANGES", 2)
+    assert bronze.range_filter(ranges, "t.") == "(t.`topic` = 't' and (t.`offset` between 0 and 25))"
+
+
+def test_consumer_defaults_give_way_to_the_users_options() -> None:
+    parse = build_parser().parse_args
+    args = parse(["ingest", "--bootstrap-servers", "h:1", "--topics", "a"])
+    options = source_options(args, client_options(args), ["a"])
+    for key, value in CONSUMER_DEFAULTS.items():
+        assert options[f"kafka.{key}"] == value
+    args = parse(["ingest", "--bootstrap-servers", "h:1", "--topics", "a",
+                  "--kafka-option", "max.partition.fetch.bytes=1048576"])  # fmt: skip
+    assert source_options(args, client_options(args), ["a"])["kafka.max.partition.fetch.bytes"] == "1048576"
+
+
+def test_dump_file_path_is_read_once_per_pass(lakehouse: InProcessLakehouse, tmp_path: Path) -> None:
+    """A dump still being appended to: the records of the first pass land, the rest next time."""
+    path = tmp_path / "growing.jsonl"
+    path.write_text("".join(_envelope("g", o) + "\n" for o in range(10)), encoding="utf-8")
+    bronze.ensure_bronze(lakehouse.spark)
+    dump = file_source.read_dump(lakehouse.spark, str(path))
+    with path.open("a", encoding="utf-8") as out:
+        out.write("".join(_envelope("g", o) + "\n" for o in range(10, 20)))
+    result = bronze.land(lakehouse.spark, dump.records, fmt=None, source="file", ranges=dump.ranges)
+    assert (result.read, result.landed) == (10, 10)
+    assert _land(lakehouse, "growing.jsonl", path.read_text().splitlines()).landed == 10
+    assert [r["offset"] for r in _bronze(lakehouse, "g")] == list(range(20))
