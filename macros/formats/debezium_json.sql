@@ -78,17 +78,15 @@
                 {{ u('p.src.lsn') }}, {{ u('p.src.scn') }}, p.src.change_lsn
             ), '') as vendor_sequence
         from (
+            {#- the source is parsed once, here: its file and pos come from that struct #}
+            select
+                s.*,
+                coalesce({{ u('s.src.file') }}, {{ u("get_json_object(s.position_json, '$.file')") }}) as src_file,
+                coalesce({{ u('s.src.pos') }}, {{ u("get_json_object(s.position_json, '$.pos')") }}) as src_pos
+            from (
             select
                 m.*,
-                from_json(m.source_json, '{{ source_schema }}') as src,
-                coalesce(
-                    {{ u("get_json_object(m.source_json, '$.file')") }},
-                    {{ u("get_json_object(m.position_json, '$.file')") }}
-                ) as src_file,
-                coalesce(
-                    {{ u("get_json_object(m.source_json, '$.pos')") }},
-                    {{ u("get_json_object(m.position_json, '$.pos')") }}
-                ) as src_pos
+                from_json(m.source_json, '{{ source_schema }}') as src
             from (
                 select
                     r.*,
@@ -141,6 +139,7 @@
                     ) as b
                 ) as r
             ) as m
+            ) as s
         ) as p
     ) as e
 {%- endmacro %}

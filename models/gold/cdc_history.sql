@@ -168,6 +168,16 @@ versions as (
 
 ),
 
+versions_by_key as (
+
+    {#- one shuffle by key serves both windows below: a window partitioned by the key and the
+        apply order is satisfied by data clustered by the key, and its sort (key, apply order,
+        ingested_at) by the next window's (key, apply order) #}
+    select * from versions
+    distribute by source_database, source_schema, source_table, pk
+
+),
+
 distinct_versions as (
 
     {#- a change delivered twice is one version #}
@@ -179,7 +189,7 @@ distinct_versions as (
                 partition by source_database, source_schema, source_table, pk, apply_order
                 order by ingested_at
             ) as copy_number
-        from versions
+        from versions_by_key
     ) as numbered
     where copy_number = 1
 
