@@ -358,7 +358,7 @@ def machine() -> dict:
         "platform": platform.platform(), "python": platform.python_version(), "java": java_version,
         "spark": metadata.version("pyspark"), "delta": metadata.version("delta-spark"),
         "dbt": metadata.version("dbt-core"),
-        "driver_memory": os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "3g (default)"),
+        "driver_memory": os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "2800m (default)"),
     }
 
 

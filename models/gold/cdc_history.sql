@@ -76,10 +76,13 @@ truncations as (
 known_versions as (
 
     {%- if is_incremental() %}
-    {#- narrow: the MERGE keeps every stored column but the three it updates #}
+    {#- narrow: the MERGE keeps every stored column but the three it updates, so the row
+        images (most of the table's bytes) are not read at all. has_row only decides
+        is_current, and a stored version is written again only when a later change ended it:
+        then it is not current whatever its row #}
     select
         source_format, source_database, source_schema, source_table, pk, op,
-        cast(null as string) as row, row is not null as has_row,
+        cast(null as string) as row, false as has_row,
         valid_from as event_time, vendor_sequence, apply_order, change_id, ingested_at,
         true as is_stored, next_apply_order as stored_next_apply_order
     from {{ this }}

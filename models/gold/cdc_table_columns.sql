@@ -28,38 +28,65 @@ with new_changes as (
 
 ),
 
-change_maps as (
+change_values as (
 
-    {#- parsed once per change, not once per column #}
+    {#- each image parsed once: its columns in message order and those without a value #}
     select
         source_format,
         source_database,
         source_schema,
         source_table,
-        after_image,
-        from_json(after_image, 'map<string,string>') as image_values,
-        from_json(column_types, 'map<string,string>') as column_type_map,
+        column_types,
+        map_keys(image_values) as column_names,
+        map_keys(map_filter(image_values, (col, val) -> val is null)) as null_columns,
         apply_order,
         ingested_at
-    from new_changes
+    from (
+        select
+            *,
+            from_json(after_image, 'map<string,string>') as image_values
+        from new_changes
+    ) as parsed
+
+),
+
+change_shapes as (
+
+    {#- millions of changes share a handful of shapes per table (the same columns, types and
+        null columns): columns are exploded per shape, not per change #}
+    select
+        source_format,
+        source_database,
+        source_schema,
+        source_table,
+        column_types,
+        column_names,
+        null_columns,
+        min(apply_order) as first_order,
+        max(apply_order) as last_order,
+        max(ingested_at) as last_ingested_at
+    from change_values
+    group by
+        source_format, source_database, source_schema, source_table, column_types, column_names, null_columns
 
 ),
 
 image_columns as (
 
     select
-        change_maps.source_format,
-        change_maps.source_database,
-        change_maps.source_schema,
-        change_maps.source_table,
+        change_shapes.source_format,
+        change_shapes.source_database,
+        change_shapes.source_schema,
+        change_shapes.source_table,
         image_column.pos as column_position,
         image_column.col as column_name,
-        change_maps.column_type_map[image_column.col] as type_json,
-        change_maps.image_values[image_column.col] is not null as has_value,
-        change_maps.apply_order,
-        change_maps.ingested_at
-    from change_maps
-    lateral view posexplode(json_object_keys(change_maps.after_image)) image_column as pos, col
+        from_json(change_shapes.column_types, 'map<string,string>')[image_column.col] as type_json,
+        not array_contains(change_shapes.null_columns, image_column.col) as has_value,
+        change_shapes.first_order,
+        change_shapes.last_order,
+        change_shapes.last_ingested_at
+    from change_shapes
+    lateral view posexplode(change_shapes.column_names) image_column as pos, col
 
 ),
 
@@ -70,19 +97,19 @@ per_column as (
         source_schema,
         source_table,
         column_name,
-        max_by(source_format, apply_order) as source_format,
-        {#- max_by / min_by skip rows whose ordering value is null: the rows without a value #}
+        max_by(source_format, last_order) as source_format,
+        {#- max_by / min_by skip rows whose ordering value is null: the shapes without a value #}
         coalesce(
-            max_by(type_json, case when has_value then apply_order end), max_by(type_json, apply_order)
+            max_by(type_json, case when has_value then last_order end), max_by(type_json, last_order)
         ) as type_json,
         coalesce(
-            min_by(type_json, case when has_value then apply_order end), min_by(type_json, apply_order)
+            min_by(type_json, case when has_value then first_order end), min_by(type_json, first_order)
         ) as first_type_json,
         max(has_value) as has_value,
-        min(apply_order) as first_seen_order,
-        min_by(column_position, apply_order) as column_position,
-        max(apply_order) as last_seen_order,
-        max(ingested_at) as last_ingested_at
+        min(first_order) as first_seen_order,
+        min_by(column_position, first_order) as column_position,
+        max(last_order) as last_seen_order,
+        max(last_ingested_at) as last_ingested_at
     from image_columns
     group by source_database, source_schema, source_table, column_name
 
