@@ -30,11 +30,11 @@ deletes. A change costs O(1) whatever the table size: live rows sit in a list in
 the victim is picked by a log-uniform rank over it, and a delete swaps the last row into the
 hole.
 
-Messages are written as ``kcat -C -J`` lines, one topic per (format, table) with one partition
-and offsets in production order, one file per format (``<out stem>-<format>.jsonl``): Canal's
-shape is shared with Huawei DRS, so a topic's format cannot be told from its messages and each
-file is landed with ``lakehouse ingest --from-file FILE --format FORMAT``, as a user does who
-knows what writes to the topic. :meth:`Source.current_state` is the true final state that
+Messages are written as ``kcat -C -J`` lines of every topic in one file, one topic per (format,
+table) with one partition and offsets in production order. Canal's shape is shared with Huawei
+DRS, so a topic's format cannot be told from its messages: the build is told with the
+``cdc_topic_formats`` var (:func:`build_vars`), as a user does who knows what writes to which
+topics. :meth:`Source.current_state` is the true final state that
 gold.cdc_current_state must equal.
 """
 
