@@ -106,6 +106,7 @@ def land(
     batch_id: str | None = None,
     ranges: list[OffsetRange] | None = None,
     unique_offsets: bool = False,
+    planned: bool = False,
 ) -> LandResult:
     """MERGE ``records`` (columns :data:`RECORD_COLUMNS`) into bronze, inserting only new offsets.
 
@@ -119,6 +120,12 @@ def land(
     that they cover every record: the MERGE cannot see whether bronze holds a record outside
     them. ``unique_offsets=True`` tells that no offset repeats (a Kafka micro-batch reads every
     offset once), which skips that check.
+
+    ``planned=True``: ``ranges`` are the offsets the batch was planned to read (a Kafka
+    micro-batch's, from its checkpoint), so ``records`` is read once, by the MERGE itself. Their
+    record counts are then only upper bounds (compacted topics and transaction markers leave
+    gaps): the count read is the MERGE's own count of its source rows (or, when it inserted
+    nothing and so committed nothing, a count of ``records``).
     """
     ensure_bronze(spark)
     batch_id = batch_id or uuid.uuid4().hex
@@ -133,7 +140,10 @@ def land(
         batch = batch.dropDuplicates(["topic", "partition", "offset"])
     else:
         batch = _coalesced(batch, read)
-    landed = _merge(spark, _stamped(batch, fmt, source, batch_id), ranges, batch_id)
+    landed, source_rows = _merge(spark, _stamped(batch, fmt, source, batch_id), ranges, batch_id)
+    if planned:
+        # Delta commits nothing when a MERGE inserts nothing (a replayed batch): count apart
+        read = source_rows if source_rows is not None else batch.count()
     return LandResult(batch_id, read, landed)
 
 
@@ -233,16 +243,22 @@ def _stamped(batch: DataFrame, fmt: str | None, source: str, batch_id: str) -> D
     )
 
 
-def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], batch_id: str) -> int:
+def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], batch_id: str) -> tuple[int, int | None]:
     """MERGE ``batch`` into bronze, inserting the (topic, partition, offset) keys not there yet.
 
     The match is limited to the batch's offset ranges on the bronze side. That changes no
     result (a bronze row equal to a batch key lies in its range) but lets Delta skip, by the
     min/max statistics of each file, every bronze file that cannot hold those offsets: a later
     ingest reads a few files, not all of bronze.
+
+    Returns (rows inserted, source rows the MERGE read). The commit carries the batch id as its
+    user metadata (``describe history`` shows which ingest batch wrote which version), which is
+    also how its source row count is found again; None when there was no commit to read it from.
     """
     view = f"_bronze_batch_{batch_id}"
     batch.createOrReplaceTempView(view)
+    metadata_key = "spark.databricks.delta.commitInfo.userMetadata"
+    spark.conf.set(metadata_key, batch_id)
     try:
         metrics = spark.sql(
             f"""
@@ -254,25 +270,47 @@ def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], bat
             """
         ).collect()
     finally:
+        spark.conf.unset(metadata_key)
         spark.catalog.dropTempView(view)
-    return int(metrics[0]["num_inserted_rows"]) if metrics else 0
+    inserted = int(metrics[0]["num_inserted_rows"]) if metrics else 0
+    return inserted, _source_rows(spark, batch_id)
+
+
+def _source_rows(spark: SparkSession, batch_id: str) -> int | None:
+    """``numSourceRows`` of the MERGE commit whose user metadata is ``batch_id``, if any."""
+    for row in spark.sql(f"describe history {TABLE} limit 10").collect():
+        if row["userMetadata"] == batch_id:
+            value = (row["operationMetrics"] or {}).get("numSourceRows")
+            return int(value) if value is not None else None
+    return None
 
 
 #: Above this many topic partitions in one batch, the MERGE filter is one range per topic.
-MAX_PARTITION_RANGES = 1000
+MAX_PARTITION_RANGES = 32
+
+#: Above this many topics in one batch, the MERGE filter is one offset range for all of them.
+MAX_TOPIC_RANGES = 32
 
 
 def range_filter(ranges: list[OffsetRange], prefix: str = "") -> str:
     """SQL: the key columns (``prefix`` + name) lie in one of the batch's offset ranges.
 
-    A batch of very many partitions gets one range per topic instead: a wider filter is as
-    exact for the MERGE, it only skips fewer files.
+    The filter stays small whatever the batch: Spark compiles it into the MERGE's scan, and a
+    disjunction of hundreds of ranges (a micro-batch of two hundred topics) outgrows the 64 KB
+    limit of a generated method, so Spark logs a compile error and interprets it row by row.
+    A batch of very many partitions gets one range per topic, one of very many topics a topic
+    list and one offset range: a wider filter is as exact for the MERGE (the join decides), it
+    only skips fewer files.
     """
     by_topic: dict[str, list[OffsetRange]] = {}
     for r in ranges:
         by_topic.setdefault(r.topic, []).append(r)
-    coarse = len(ranges) > MAX_PARTITION_RANGES
     topic, partition, offset = (f"{prefix}`{c}`" for c in ("topic", "partition", "offset"))
+    if len(by_topic) > MAX_TOPIC_RANGES:
+        names = ", ".join(_sql_string(name) for name in by_topic)
+        lo, hi = min(r.first for r in ranges), max(r.last for r in ranges)
+        return f"({topic} in ({names}) and {offset} between {lo} and {hi})"
+    coarse = len(ranges) > MAX_PARTITION_RANGES
     terms = []
     for name, parts in by_topic.items():
         if coarse:

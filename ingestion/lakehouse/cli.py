@@ -234,8 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a topic without a checkpoint starts (default: earliest)",
     )  # fmt: skip
     kafka.add_argument(
-        "--max-offsets-per-trigger", type=int, default=500_000, metavar="N",
-        help="records per micro-batch at most (default: 500000)",
+        "--max-offsets-per-trigger", type=int, default=2_000_000, metavar="N",
+        help="records per micro-batch at most (default: 2000000)",
     )  # fmt: skip
     kafka.add_argument(
         "--fail-on-data-loss", choices=("true", "false"), default="true",

@@ -18,7 +18,7 @@ import pytest
 from conftest import InProcessLakehouse
 from lakehouse import bronze, file_source
 from lakehouse.cli import build_parser
-from lakehouse.kafka_loader import CONSUMER_DEFAULTS, client_options, source_options
+from lakehouse.kafka_loader import CONSUMER_DEFAULTS, client_options, planned_ranges, source_options
 
 
 def _envelope(topic: str, offset: int, partition: int = 0, payload: str | None = None) -> str:
@@ -161,6 +161,28 @@ def test_many_partitions_use_one_range_per_topic(monkeypatch: pytest.MonkeyPatch
     assert bronze.range_filter(ranges, "t.").count("between") == 3
     monkeypatch.setattr(bronze, "MAX_PARTITION_RANGES", 2)
     assert bronze.range_filter(ranges, "t.") == "(t.`topic` = 't' and (t.`offset` between 0 and 25))"
+
+
+def test_many_topics_use_one_topic_list() -> None:
+    # hundreds of OR terms outgrow a generated Java method (Spark then interprets the filter)
+    ranges = [bronze.OffsetRange(f"t{i}", 0, i, i + 100, 101) for i in range(bronze.MAX_TOPIC_RANGES + 1)]
+    text = bronze.range_filter(ranges, "t.")
+    assert text.startswith("(t.`topic` in ('t0', 't1', ")
+    assert text.endswith(f"and t.`offset` between 0 and {bronze.MAX_TOPIC_RANGES + 100})")
+    assert bronze.range_filter(ranges[:3], "t.").count("between") == 3
+
+
+def test_micro_batch_ranges_come_from_the_checkpoint(tmp_path: Path) -> None:
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    meta = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
+    (offsets / "0").write_text(f'v1\n{meta}\n{{"a":{{"0":5,"1":0}}}}\n')
+    (offsets / "1").write_text(f'v1\n{meta}\n{{"a":{{"0":9,"1":3}},"b":{{"0":2}}}}\n')
+    # batch 0 starts at 0 (a covering bound), an end is exclusive, an empty partition is left out
+    assert planned_ranges(tmp_path, 0) == [bronze.OffsetRange("a", 0, 0, 4, 5)]
+    assert planned_ranges(tmp_path, 1) == [
+        bronze.OffsetRange("a", 0, 5, 8, 4), bronze.OffsetRange("a", 1, 0, 2, 3), bronze.OffsetRange("b", 0, 0, 1, 2)]
+    assert planned_ranges(tmp_path, 2) is None  # not planned: the loader falls back to counting
 
 
 def test_consumer_defaults_give_way_to_the_users_options() -> None:
