@@ -5,12 +5,13 @@
     .venv/bin/python bench/run.py --scales 1000000,2000000,4000000
 
 For each scale, in a fresh LAKEHOUSE_DIR under bench/out/: generate the changes (bench/generate.py:
-four vendor formats, one file each), land them from the files, run the first build (`lakehouse
+four vendor formats, one kcat dump of every topic), land it from the file, run the first build (`lakehouse
 build --exclude resource_type:test`: seeds and models) and its data tests (`dbt test`) timed
 apart, measure the floor (plain Spark reading the same bronze table, parsing the JSON of every
 format and keeping the latest change per key in one query: no dbt, no Delta writes), land 1%
-more changes and run the incremental build; unless --no-kafka, produce the same records to the
-local broker and land them from there into a second lakehouse. Each step runs as its own process,
+more changes and run the incremental build, then a build with nothing new (the fixed cost of a
+build process); unless --no-kafka, produce the same records to the local broker and land them
+from there into a second lakehouse. Each step runs as its own process,
 as a user runs it; the peak resident memory of its Spark driver JVM is sampled from /proc.
 
 The answer is checked too, untimed: after each build the live rows of gold.cdc_current_state
@@ -266,6 +267,12 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path) -> dict:
     result["incremental_build_models_s"] = model_seconds()
     check_answer("the incremental build", expected_more, env, problems)
 
+    # the fixed cost of a build process: nothing new to parse, merge or type
+    idle = Step("build with nothing new", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test",
+                                           "--vars", generate.build_vars()], env)
+    result["idle_build_s"], result["idle_build_models_s"] = idle.seconds, model_seconds()
+    result["incremental_above_idle_s"] = inc.seconds - idle.seconds
+
     if kafka:
         result.update(kafka_landing(first_file, first_counts, changes, out, problems))
     result["problems"] = problems
@@ -376,6 +383,8 @@ def table(results: list[dict], summary: dict) -> str:
         ("first build / floor (process)", "first_build_vs_floor", "{:.2f}x"),
         ("incremental build after 1% (s)", "incremental_build_s", "{:.1f}"),
         ("incremental / first build", "incremental_vs_first", "{:.1%}"),
+        ("build with nothing new (s)", "idle_build_s", "{:.1f}"),
+        ("incremental above that (s)", "incremental_above_idle_s", "{:.1f}"),
         ("live rows: gold / floor / expected",
          lambda r: f"{r['live_rows_gold']:,} / {r['live_rows_floor']:,} / {r['live_rows_expected']:,}"),
         ("driver peak: land from file (GiB)", "land_file_peak_gib", "{:.2f}"),
@@ -396,11 +405,12 @@ def table(results: list[dict], summary: dict) -> str:
                      f"of history: {summary['incremental_largest_vs_smallest']:.2f}x")
     last = results[-1]
     first, inc = last.get("first_build_models_s", {}), last.get("incremental_build_models_s", {})
+    idle = last.get("idle_build_models_s", {})
     if first:
         lines += [f"\nwhere the build time goes at {last['changes']:,} changes (seconds per dbt node):\n",
-                  "| node | first build | incremental |", "| --- | --- | --- |"]
+                  "| node | first build | incremental | nothing new |", "| --- | --- | --- | --- |"]
         for node in sorted(first, key=lambda n: -first[n]):
-            lines.append(f"| {node} | {first[node]:.1f} | {inc.get(node, 0):.1f} |")
+            lines.append(f"| {node} | {first[node]:.1f} | {inc.get(node, 0):.1f} | {idle.get(node, 0):.1f} |")
     return "\n".join(lines)
 
 

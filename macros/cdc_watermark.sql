@@ -12,3 +12,23 @@
     {%- set newest = run_query('select cast(max(' ~ column ~ ') as string) as newest from ' ~ this).rows[0]['newest'] -%}
     {{ return(fallback if newest is none else "timestamp '" ~ newest ~ "'") }}
 {%- endmacro %}
+
+{% macro cdc_new_change_counts(changes, watermark) -%}
+    {#-
+        What the changes newer than `watermark` (SQL from cdc_watermark) hold, read at compile
+        time: {'changes': how many, 'truncations': how many truncates}; none outside execution
+        and on a first run (no watermark), when a model must assume anything. A query over the
+        new files of silver only (Delta skips the rest by ingested_at). Gold uses it to compile
+        its truncation branch as empty when there is no truncate (Spark then drops the scan of
+        the stored keys that only a truncate needs) and to broadcast the keys of a small
+        increment instead of shuffling every stored version to meet them.
+    -#}
+    {%- if not execute or watermark is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set row = run_query(
+        "select count(*) as changes, count_if(op = 't') as truncations from " ~ changes
+        ~ " where ingested_at > " ~ watermark
+    ).rows[0] -%}
+    {{ return({'changes': row['changes'], 'truncations': row['truncations']}) }}
+{%- endmacro %}

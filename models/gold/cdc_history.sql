@@ -16,7 +16,9 @@
     An existing version only ever gets a new end (a later change of its key arrived, or a late
     one slotted in before it): the MERGE updates just valid_to, next_apply_order and is_current,
     so the versions already stored are read without their row images (known_versions), and
-    only those of the keys the new changes touch are recomputed.
+    only those of the keys the new changes touch are recomputed. Partitioned by is_current: the
+    version a new change ends is nearly always its key's current one, so the MERGE rewrites
+    rows of the current partition (one version per key), not of the whole history.
 -#}
 {%- set history_columns = [
     'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
@@ -24,11 +26,21 @@
     'stored_next_apply_order',
 ] %}
 
+{%- set watermark = cdc_watermark('ingested_at') if is_incremental() else none %}
+{%- set increment = cdc_new_change_counts(ref('cdc_changes'), watermark) %}
+{#- no truncate among the new changes: truncated_keys is empty at compile time, and the scan
+    of every stored version it would join (seen_keys) is dropped #}
+{%- set truncating = increment is none or increment.truncations > 0 %}
+{#- a small increment's keys are broadcast to the scan of the stored versions, which then need
+    no shuffle (every stored version would cross it to meet a few thousand keys) #}
+{%- set broadcast_keys = increment is not none and increment.changes <= 250000 %}
+
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',
     unique_key='version_id',
     merge_update_columns=['valid_to', 'next_apply_order', 'is_current'],
+    partition_by=['is_current'],
     tblproperties={'delta.enableDeletionVectors': 'true'},
 ) }}
 
@@ -37,7 +49,7 @@ with new_changes as (
 
     select * from {{ ref('cdc_changes') }}
     {%- if is_incremental() %}
-    where ingested_at > {{ cdc_watermark('ingested_at') }}
+    where ingested_at > {{ watermark }}
     {%- endif %}
 
 ),
@@ -70,6 +82,9 @@ truncations as (
     select source_format, source_database, source_schema, source_table, event_time, vendor_sequence, apply_order, change_id, ingested_at
     from new_changes
     where op = 't'
+    {%- if not truncating %}
+        and false
+    {%- endif %}
 
 ),
 
@@ -135,7 +150,7 @@ affected_keys as (
 
 known_of_affected as (
 
-    select
+    select {% if broadcast_keys %}/*+ broadcast(affected_keys) */ {% endif %}
         known_versions.*,
         affected_keys.first_new_order
     from known_versions
