@@ -233,8 +233,8 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path) -> dict:
     result["land_file_s"], result["land_file_records_per_s"] = landed["s"], landed["records_per_s"]
     result["land_file_peak_gib"] = landed["peak_gib"]
 
-    build = Step("first build", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test",
-                                  "--vars", generate.build_vars()], env)
+    build_cmd = [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test", "--vars", generate.build_vars()]
+    build = Step("first build", build_cmd, env)
     result["first_build_s"], result["first_build_peak_gib"] = build.seconds, build.peak_gib
     result["first_build_changes_per_s"] = changes / build.seconds
     result["first_build_models_s"] = model_seconds()
@@ -260,16 +260,14 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path) -> dict:
     result["first_build_vs_floor_query"] = build.seconds / float(query_s)
 
     result["land_increment"] = land("land 1% more", ["--from-file", str(more_file)], more_counts, env, problems)
-    inc = Step("incremental build", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test",
-                                  "--vars", generate.build_vars()], env)
+    inc = Step("incremental build", build_cmd, env)
     result["incremental_build_s"], result["incremental_build_peak_gib"] = inc.seconds, inc.peak_gib
     result["incremental_vs_first"] = inc.seconds / build.seconds
     result["incremental_build_models_s"] = model_seconds()
     check_answer("the incremental build", expected_more, env, problems)
 
     # the fixed cost of a build process: nothing new to parse, merge or type
-    idle = Step("build with nothing new", [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test",
-                                           "--vars", generate.build_vars()], env)
+    idle = Step("build with nothing new", build_cmd, env)
     result["idle_build_s"], result["idle_build_models_s"] = idle.seconds, model_seconds()
     result["incremental_above_idle_s"] = inc.seconds - idle.seconds
 

@@ -140,9 +140,10 @@ def land(
         batch = batch.dropDuplicates(["topic", "partition", "offset"])
     else:
         batch = _coalesced(batch, read)
-    landed, source_rows = _merge(spark, _stamped(batch, fmt, source, batch_id), ranges, batch_id)
+    landed = _merge(spark, _stamped(batch, fmt, source, batch_id), ranges, batch_id)
     if planned:
         # Delta commits nothing when a MERGE inserts nothing (a replayed batch): count apart
+        source_rows = _source_rows(spark, batch_id)
         read = source_rows if source_rows is not None else batch.count()
     return LandResult(batch_id, read, landed)
 
@@ -243,7 +244,7 @@ def _stamped(batch: DataFrame, fmt: str | None, source: str, batch_id: str) -> D
     )
 
 
-def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], batch_id: str) -> tuple[int, int | None]:
+def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], batch_id: str) -> int:
     """MERGE ``batch`` into bronze, inserting the (topic, partition, offset) keys not there yet.
 
     The match is limited to the batch's offset ranges on the bronze side. That changes no
@@ -251,9 +252,9 @@ def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], bat
     min/max statistics of each file, every bronze file that cannot hold those offsets: a later
     ingest reads a few files, not all of bronze.
 
-    Returns (rows inserted, source rows the MERGE read). The commit carries the batch id as its
-    user metadata (``describe history`` shows which ingest batch wrote which version), which is
-    also how its source row count is found again; None when there was no commit to read it from.
+    Returns the rows inserted. The commit carries the batch id as its user metadata
+    (``describe history`` shows which ingest batch wrote which version), which is also how
+    :func:`_source_rows` finds its source row count again.
     """
     view = f"_bronze_batch_{batch_id}"
     batch.createOrReplaceTempView(view)
@@ -272,12 +273,12 @@ def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], bat
     finally:
         spark.conf.unset(metadata_key)
         spark.catalog.dropTempView(view)
-    inserted = int(metrics[0]["num_inserted_rows"]) if metrics else 0
-    return inserted, _source_rows(spark, batch_id)
+    return int(metrics[0]["num_inserted_rows"]) if metrics else 0
 
 
 def _source_rows(spark: SparkSession, batch_id: str) -> int | None:
-    """``numSourceRows`` of the MERGE commit whose user metadata is ``batch_id``, if any."""
+    """``numSourceRows`` of the MERGE commit whose user metadata is ``batch_id``; None when that
+    MERGE committed nothing."""
     for row in spark.sql(f"describe history {TABLE} limit 10").collect():
         if row["userMetadata"] == batch_id:
             value = (row["operationMetrics"] or {}).get("numSourceRows")

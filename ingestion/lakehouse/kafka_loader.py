@@ -368,12 +368,12 @@ def planned_ranges(checkpoint: Path, epoch: int) -> list[bronze.OffsetRange] | N
     if not end:
         return None
     start = (ends(epoch - 1) if epoch > 0 else None) or {}
-    return [
-        bronze.OffsetRange(topic, partition, start.get((topic, partition), 0), last - 1,
-                           last - start.get((topic, partition), 0))  # fmt: skip
-        for (topic, partition), last in sorted(end.items())
-        if last > start.get((topic, partition), 0)
-    ]
+    ranges = []
+    for (topic, partition), last in sorted(end.items()):
+        first = start.get((topic, partition), 0)
+        if last > first:
+            ranges.append(bronze.OffsetRange(topic, partition, first, last - 1, last - first))
+    return ranges
 
 
 def _make_sink(fmt: str | None, totals: _Totals, checkpoint: Path):  # type: ignore[no-untyped-def]
@@ -382,8 +382,6 @@ def _make_sink(fmt: str | None, totals: _Totals, checkpoint: Path):  # type: ign
     def land_batch(df: DataFrame, epoch: int) -> None:
         from pyspark import StorageLevel
 
-        # df.sparkSession, not the outer session: the batch's temp views live in the streaming
-        # query's own (cloned) session. A micro-batch reads every offset once.
         ranges = planned_ranges(checkpoint, epoch)
         if ranges is not None:
             # Kafka is read once, by the MERGE: the ranges come from the checkpoint.
@@ -393,6 +391,8 @@ def _make_sink(fmt: str | None, totals: _Totals, checkpoint: Path):  # type: ign
             # rows. On local disk, not in memory: the driver's memory stays flat.
             records, persisted = df.select(*bronze.RECORD_COLUMNS).persist(StorageLevel.DISK_ONLY), True
         try:
+            # df.sparkSession, not the outer session: the batch's temp views live in the
+            # streaming query's own (cloned) session. A micro-batch reads every offset once.
             result = bronze.land(records.sparkSession, records, fmt=fmt, source="kafka",
                                  unique_offsets=True, ranges=ranges, planned=ranges is not None)  # fmt: skip
         except Exception as exc:
