@@ -100,8 +100,8 @@
             'key_columns': 'e.key_columns',
             'before_values': 'e.before_values',
             'after_values': 'e.after_values',
-            'before_image': _canal_image_json('e.before_values'),
-            'after_image': _canal_image_json('e.after_values'),
+            'before_image': cdc_map_to_json('e.before_values'),
+            'after_image': cdc_map_to_json('e.after_values'),
             'column_types': 'e.column_types',
             'event_time': 'e.event_time',
             'vendor_sequence': 'e.vendor_sequence',
@@ -268,13 +268,6 @@
     ) as e
 {%- endmacro %}
 
-{% macro _canal_image_json(value_map) -%}
-    {#- A map of marked values -> exact JSON object text, like cdc_map_to_json, but only marked
-        numbers and booleans are unquoted: a genuine string that begins with U+0000 (MySQL
-        geometry values in Paimon's all-types sample) looks like a marked value once parsed,
-        and cdc_unmark_json would turn it into invalid JSON. -#}
-    regexp_replace(to_json({{ value_map }}), '"\\\\u0000(-?[0-9][0-9.eE+-]*+|true|false)"', '$1')
-{%- endmacro %}
 
 {% macro _canal_vendor_op(alias, f) -%}
     {#- the op as the vendor wrote it: the `type` / `action`; a control entry type (CloudCanal

@@ -65,16 +65,19 @@ routed as (
 
 records_for_{{ parser }} as (
 
+    {#- the topic test first: every branch scans all new bronze records, and the UTF-8 check
+        (a pass over the bytes) is then only paid for this parser's own records #}
     select * from routed
     where
-        (value is null or value_is_utf8)
         {%- set topics = [] %}
         {%- for format_id in format_ids %}
             {%- do topics.extend(plan.parser_topics.get(format_id, [none])) %}
         {%- endfor %}
         {%- if topics and none not in topics %}
-        and topic in ({% for topic in topics %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
+        topic in ({% for topic in topics %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
+        and
         {%- endif %}
+        (value is null or value_is_utf8)
 
 ),
 

@@ -36,7 +36,7 @@ def test_hard_delivery_gives_the_true_final_state(lakehouse):
 def test_exact_values_deletes_key_changes_and_control_events(lakehouse):
     t = DebeziumTable("dbserver1", "inventory", "items", ["id"], with_schema=True)
     a = {"id": Raw("10223372036854775806"), "price": Raw("9.999999999999999093266253"),
-         "name": "a \u003d \"quoted\" \U0001F600 \u4e2d"}
+         "name": "a \u003d \"quoted\" \U0001F600 \u4e2d", "nul": "\u0000"}
     b = {"id": 2, "price": Raw("1.5"), "name": "b"}
     t.insert(a)
     t.insert(b)
@@ -54,7 +54,7 @@ def test_exact_values_deletes_key_changes_and_control_events(lakehouse):
     row = json.loads(state[0]["row"], parse_float=str, parse_int=str)
     assert row == {"id": "10223372036854775806",
                    "price": "12345678901234567890123456789012345678901234567890.123456789012345",
-                   "name": "a = \"quoted\" \U0001F600 \u4e2d"}
+                   "name": "a = \"quoted\" \U0001F600 \u4e2d", "nul": "\u0000"}
     assert state[0]["last_op"] == "c"
 
     control = lakehouse.rows("select control_kind, count(*) as n from silver.cdc_control_events group by 1")

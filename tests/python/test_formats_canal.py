@@ -80,6 +80,10 @@ QUIRKS = [
     _canal("restart", "INSERT", [{"id": "1", "v": "before restart"}], es=1000, seq=94),
     _canal("restart", "UPDATE", [{"id": "1", "v": "after restart"}], old=[{"v": "before restart"}],
            es=5000, seq=1),
+    # a string of one NUL ("\u0000" in the JSON text) beside exact numbers: the numbers are
+    # marked without losing it, and the NUL string is not taken for a marked number
+    _canal("nul", "INSERT", [{"id": "1", "s": "\u0000", "n": Raw("9.999999999999999093266253")}],
+           es=1000, seq=95),
     None,  # a null value: a tombstone, a control event
 ]
 QUIRK_STATE = {
@@ -89,6 +93,7 @@ QUIRK_STATE = {
     "trunc": [{"id": "3"}],
     "late": [],
     "restart": [{"id": "1", "v": "after restart"}],
+    "nul": [{"id": "1", "s": "\u0000", "n": "9.999999999999999093266253"}],
 }
 
 BROKEN = {
