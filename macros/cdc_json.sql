@@ -9,6 +9,12 @@
     original tokens when an image is written out as JSON text.
 #}
 
+{% macro cdc_json_token_pattern() -%}
+    {#- A bare JSON number or boolean, as a regex group: what cdc_mark_json marks and all that
+        cdc_unmark_json unquotes again. -#}
+    {{ return('(-?[0-9][0-9.eE+-]*+|true|false)') }}
+{%- endmacro %}
+
 {% macro cdc_mark_json(text) -%}
     {#-
         One pass where it can: string literals are matched whole (possessive quantifiers: no
@@ -20,25 +26,20 @@
         tokens wrapped in \u0001; 2: the doubled \u0001 after strings is dropped; 3: wrapped
         tokens become marked strings. Raw control characters cannot occur in valid JSON, so
         \u0001 is a safe sentinel. Both give the same text (checked on a million bench messages);
-        the single pass takes about half the time.
+        the single pass marks them in a fifth to a third less time.
     -#}
+    {%- set strings_or_tokens -%}
+        ("[^"\\\\]*+(?:\\\\.[^"\\\\]*+)*+")|{{ cdc_json_token_pattern() }}
+    {%- endset -%}
     case
         when instr({{ text }}, '"\\u0000"') = 0 then replace(
-            regexp_replace(
-                {{ text }},
-                '("[^"\\\\]*+(?:\\\\.[^"\\\\]*+)*+")|(-?[0-9][0-9.eE+-]*+|true|false)',
-                '$1"\\\\u0000$2"'
-            ),
+            regexp_replace({{ text }}, '{{ strings_or_tokens }}', '$1"\\\\u0000$2"'),
             '"\\u0000"',
             ''
         )
         else regexp_replace(
             regexp_replace(
-                regexp_replace(
-                    {{ text }},
-                    '("[^"\\\\]*+(?:\\\\.[^"\\\\]*+)*+")|(-?[0-9][0-9.eE+-]*+|true|false)',
-                    '$1\u0001$2\u0001'
-                ),
+                regexp_replace({{ text }}, '{{ strings_or_tokens }}', '$1\u0001$2\u0001'),
                 '\u0001\u0001',
                 ''
             ),
@@ -53,7 +54,7 @@
         number or boolean is unquoted: a genuine string that begins with U+0000 (MySQL geometry
         values in Paimon's all-types sample, a string of one NUL) looks like a marked value once
         parsed, and unquoting it would write invalid JSON. -#}
-    regexp_replace({{ text }}, '"\\\\u0000(-?[0-9][0-9.eE+-]*+|true|false)"', '$1')
+    regexp_replace({{ text }}, '"\\\\u0000{{ cdc_json_token_pattern() }}"', '$1')
 {%- endmacro %}
 
 {% macro cdc_unmark_value(value) -%}

@@ -268,7 +268,6 @@
     ) as e
 {%- endmacro %}
 
-
 {% macro _canal_vendor_op(alias, f) -%}
     {#- the op as the vendor wrote it: the `type` / `action`; a control entry type (CloudCanal
         TRANSACTIONEND) wins; a DDL without a type is '<ddl>'; a null value is a tombstone -#}
