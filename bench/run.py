@@ -10,9 +10,17 @@ build --exclude resource_type:test`: seeds and models) and its data tests (`dbt 
 apart, measure the floor (plain Spark reading the same bronze table, parsing the JSON of every
 format and keeping the latest change per key in one query: no dbt, no Delta writes), land 1%
 more changes and run the incremental build, then a build with nothing new (the fixed cost of a
-build process); unless --no-kafka, produce the same records to the local broker and land them
-from there into a second lakehouse. Each step runs as its own process,
-as a user runs it; the peak resident memory of its Spark driver JVM is sampled from /proc.
+build process); unless --no-serve, start `lakehouse serve` (a long-lived Spark: the Thrift
+server) on the same lakehouse and run the next increments' builds through it (dbt's `thrift`
+target), as a deployment with a running Spark cluster does; unless --no-kafka, produce the same
+records to the local broker and land them from there into a second lakehouse. Each step runs as
+its own process, as a user runs it; the peak resident memory of its Spark driver JVM is sampled
+from /proc.
+
+The served builds need the loader and the server to share the metastore, which Derby (one
+process at a time) cannot: with --serve (the default when PostgreSQL's server programs are
+installed, `make postgres-bin`), the bench starts its own PostgreSQL under bench/out/postgres and
+every step of a scale uses a fresh metastore database there.
 
 The answer is checked too, untimed: after each build the live rows of gold.cdc_current_state
 per table must equal the generator's own final state, the quarantine must be empty, the data
@@ -30,6 +38,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -206,11 +215,12 @@ def check_answer(when: str, expected: dict[str, int], env: dict[str, str], probl
     return sum(live.values())
 
 
-def run_scale(changes: int, tables: int, kafka: bool, out: Path) -> dict:
-    """Every measurement at one scale, in a fresh lakehouse under ``out``."""
+def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict[str, str] | None) -> dict:
+    """Every measurement at one scale, in a fresh lakehouse under ``out``; with ``metastore`` (the
+    LAKEHOUSE_METASTORE_* of a fresh PostgreSQL database) also the builds through a server."""
     root = out / f"lakehouse-{changes}"
     shutil.rmtree(root, ignore_errors=True)
-    env = dict(os.environ, LAKEHOUSE_DIR=str(root))
+    env = dict(os.environ, LAKEHOUSE_DIR=str(root), **(metastore or {}))
     problems: list[str] = []
 
     started = time.monotonic()
@@ -271,10 +281,88 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path) -> dict:
     result["idle_build_s"], result["idle_build_models_s"] = idle.seconds, model_seconds()
     result["incremental_above_idle_s"] = inc.seconds - idle.seconds
 
+    if metastore:
+        result.update(served_builds(source, increment, offsets, build_cmd, env, out, changes, problems))
+        result["served_incremental_vs_first"] = result["served_incremental_s"] / build.seconds
     if kafka:
         result.update(kafka_landing(first_file, first_counts, changes, out, problems))
     result["problems"] = problems
     return result
+
+
+def served_builds(source: generate.Source, increment: int, offsets: dict, build_cmd: list[str],
+                  env: dict[str, str], out: Path, changes: int, problems: list[str]) -> dict:
+    """Builds through ``lakehouse serve``: the same ``lakehouse build`` with ``--target thrift``.
+
+    A fresh process per build pays the JVM's start and warm-up every time (the build with
+    nothing new); a deployment that keeps Spark running (the Thrift server, a cluster) pays them
+    once. The server starts, builds once with nothing new (its own warm-up, reported), then two
+    more 1% increments are landed (by the loader, beside the server: the shared metastore) and
+    built through it; the second is the steady state a trickle of increments sees. Then a build
+    with nothing new, and the answer check. The server's driver memory is sampled throughout.
+    """
+    from lakehouse.ports import free_port
+
+    port = free_port()
+    served_env = dict(env, LAKEHOUSE_THRIFT_PORT=str(port))
+    served_cmd = [*build_cmd, "--target", "thrift"]
+    log_out, log_err = out / f"serve-{changes}.out", out / f"serve-{changes}.err"
+    print(f"[bench] lakehouse serve --port {port} ...", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    with log_out.open("wb") as stdout, log_err.open("wb") as stderr:
+        server = subprocess.Popen([str(BIN / "lakehouse"), "serve", "--port", str(port)], env=env, cwd=PROJECT,
+                                  stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
+    memory = PeakMemory(server.pid)
+    result: dict = {}
+    try:
+        while "Stop with Ctrl-C" not in log_out.read_text(errors="replace"):
+            if server.poll() is not None or time.monotonic() - started > 300:
+                raise SystemExit(f"[bench] lakehouse serve did not start ({server.poll()}):\n"
+                                 f"{log_err.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
+        result["serve_start_s"] = time.monotonic() - started
+        warmup = Step("server: build with nothing new (its first)", served_cmd, served_env)
+        result["served_warmup_s"] = warmup.seconds
+        builds = []
+        for n in (2, 3):
+            path = out / f"more{n}-{changes}.jsonl"
+            counts = generate.write_kcat(path, source.changes(increment), offsets)
+            expected = source.live_counts()
+            land(f"land 1% more ({n})", ["--from-file", str(path)], counts, env, problems)
+            builds.append(Step(f"server: incremental build ({n - 1})", served_cmd, served_env))
+        result["served_first_incremental_s"] = builds[0].seconds
+        result["served_incremental_s"] = builds[1].seconds
+        result["served_incremental_models_s"] = model_seconds()
+        idle = Step("server: build with nothing new", served_cmd, served_env)
+        result["served_idle_s"], result["served_idle_models_s"] = idle.seconds, model_seconds()
+        check_answer("the builds through the server", expected, env, problems)
+    finally:
+        result["serve_peak_gib"] = memory.stop()
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(90)
+        except subprocess.TimeoutExpired:
+            server.kill()  # its JVM gets SIGTERM from its parent-death signal
+            server.wait()
+    return result
+
+
+def postgres_metastore(out: Path) -> tuple[Path, object] | None:
+    """The bench's own PostgreSQL server (bench/out/postgres, a free port), or None when its
+    server programs are not installed."""
+    from lakehouse import postgres
+    from lakehouse.ports import free_port
+
+    try:
+        postgres.bin_dir()
+    except postgres.PostgresError as exc:
+        print(f"[bench] no builds through a server: {exc} (make postgres-bin)", file=sys.stderr, flush=True)
+        return None
+    directory = out / "postgres"
+    directory.mkdir(exist_ok=True)
+    directory.chmod(0o755)  # as root the server runs as OS user postgres
+    postgres.stop(directory)  # a server left by an interrupted run
+    return directory, postgres.start(port=free_port(), directory=directory)
 
 
 def produce(path: Path, bootstrap: str) -> tuple[int, float]:
@@ -383,6 +471,13 @@ def table(results: list[dict], summary: dict) -> str:
         ("incremental / first build", "incremental_vs_first", "{:.1%}"),
         ("build with nothing new (s)", "idle_build_s", "{:.1f}"),
         ("incremental above that (s)", "incremental_above_idle_s", "{:.1f}"),
+        ("through the server: start (s)", "serve_start_s", "{:.1f}"),
+        ("through the server: its first build, nothing new (s)", "served_warmup_s", "{:.1f}"),
+        ("through the server: incremental after 1%, first / next (s)",
+         lambda r: f"{r['served_first_incremental_s']:.1f} / {r['served_incremental_s']:.1f}"
+         if "served_incremental_s" in r else "-"),
+        ("through the server: incremental / first build", "served_incremental_vs_first", "{:.1%}"),
+        ("through the server: build with nothing new (s)", "served_idle_s", "{:.1f}"),
         ("live rows: gold / floor / expected",
          lambda r: f"{r['live_rows_gold']:,} / {r['live_rows_floor']:,} / {r['live_rows_expected']:,}"),
         ("driver peak: land from file (GiB)", "land_file_peak_gib", "{:.2f}"),
@@ -391,6 +486,7 @@ def table(results: list[dict], summary: dict) -> str:
         ("driver peak: data tests (GiB)", "first_test_peak_gib", "{:.2f}"),
         ("driver peak: floor (GiB)", "floor_peak_gib", "{:.2f}"),
         ("driver peak: incremental build (GiB)", "incremental_build_peak_gib", "{:.2f}"),
+        ("driver peak: the server (GiB)", "serve_peak_gib", "{:.2f}"),
         ("answer", lambda r: "WRONG" if r["problems"] else "correct"),
     ]
     lines = ["| measure | " + " | ".join(f"{r['changes']:,}" for r in results) + " |",
@@ -401,14 +497,19 @@ def table(results: list[dict], summary: dict) -> str:
     if "incremental_largest_vs_smallest" in summary:
         lines.append(f"\nincremental build at {results[-1]['changes']:,} vs {results[0]['changes']:,} changes "
                      f"of history: {summary['incremental_largest_vs_smallest']:.2f}x")
+    if "served_incremental_largest_vs_smallest" in summary:
+        lines.append(f"through the server: {summary['served_incremental_largest_vs_smallest']:.2f}x")
     last = results[-1]
     first, inc = last.get("first_build_models_s", {}), last.get("incremental_build_models_s", {})
     idle = last.get("idle_build_models_s", {})
+    served, served_idle = last.get("served_incremental_models_s", {}), last.get("served_idle_models_s", {})
     if first:
         lines += [f"\nwhere the build time goes at {last['changes']:,} changes (seconds per dbt node):\n",
-                  "| node | first build | incremental | nothing new |", "| --- | --- | --- | --- |"]
+                  "| node | first build | incremental | nothing new | served: incremental | served: nothing new |",
+                  "| --- | --- | --- | --- | --- | --- |"]
         for node in sorted(first, key=lambda n: -first[n]):
-            lines.append(f"| {node} | {first[node]:.1f} | {inc.get(node, 0):.1f} | {idle.get(node, 0):.1f} |")
+            cells = [d.get(node, 0) for d in (first, inc, idle, served, served_idle)]
+            lines.append(f"| {node} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -418,19 +519,39 @@ def main() -> None:
     parser.add_argument("--scales", help="comma-separated change counts, e.g. 1000000,2000000,4000000")
     parser.add_argument("--tables", type=int, default=50, help="source tables (default 50)")
     parser.add_argument("--no-kafka", action="store_true", help="skip landing through the local broker")
+    parser.add_argument("--no-serve", action="store_true",
+                        help="skip the builds through lakehouse serve (and the PostgreSQL metastore they need)")
     parser.add_argument("--out", type=Path, default=BENCH / "out", help="work folder (default bench/out)")
     args = parser.parse_args()
     out = args.out.resolve()  # LAKEHOUSE_DIR must not depend on the steps' working directory
     out.mkdir(parents=True, exist_ok=True)
     scales = sorted(int(s) for s in args.scales.split(",")) if args.scales else [args.changes]
     summary: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": []}
-    for n in scales:
-        summary["results"].append(run_scale(n, args.tables, not args.no_kafka, out))
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))  # a long run keeps what it has
+    pg = None if args.no_serve else postgres_metastore(out)
+    summary["machine"]["metastore"] = "PostgreSQL (bench/out/postgres)" if pg else "Derby (embedded)"
+    try:
+        for n in scales:
+            metastore = None
+            if pg:
+                from lakehouse import postgres
+
+                postgres.drop_database(pg[1], f"bench_{n}")  # a fresh metastore per fresh lakehouse
+                postgres.ensure_database(pg[1], f"bench_{n}")
+                metastore = postgres.metastore_env(pg[1], f"bench_{n}")
+            summary["results"].append(run_scale(n, args.tables, not args.no_kafka, out, metastore))
+            (out / "summary.json").write_text(json.dumps(summary, indent=2))  # a long run keeps what it has
+    finally:
+        if pg:
+            from lakehouse import postgres
+
+            postgres.stop(pg[0])
     results = summary["results"]
     if len(results) > 1:
         summary["incremental_largest_vs_smallest"] = (
             results[-1]["incremental_build_s"] / results[0]["incremental_build_s"])
+        if "served_incremental_s" in results[0]:
+            summary["served_incremental_largest_vs_smallest"] = (
+                results[-1]["served_incremental_s"] / results[0]["served_incremental_s"])
     problems = [f"{r['changes']:,} changes: {p}" for r in results for p in r["problems"]]
     summary["correct"] = not problems
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
