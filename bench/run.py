@@ -38,7 +38,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -51,6 +50,7 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(BENCH))
 
 import generate  # noqa: E402
+from lakehouse import postgres  # noqa: E402
 
 # One query over bronze, one branch per format (each reads only its own topics): parse the
 # message, take the table, key, vendor order and after image, keep the latest change per
@@ -302,6 +302,7 @@ def served_builds(source: generate.Source, increment: int, offsets: dict, build_
     with nothing new, and the answer check. The server's driver memory is sampled throughout.
     """
     from lakehouse.ports import free_port
+    from lakehouse.serve import stop_server
 
     port = free_port()
     served_env = dict(env, LAKEHOUSE_THRIFT_PORT=str(port))
@@ -338,19 +339,13 @@ def served_builds(source: generate.Source, increment: int, offsets: dict, build_
         check_answer("the builds through the server", expected, env, problems)
     finally:
         result["serve_peak_gib"] = memory.stop()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(90)
-        except subprocess.TimeoutExpired:
-            server.kill()  # its JVM gets SIGTERM from its parent-death signal
-            server.wait()
+        stop_server(server, grace=90)  # `lakehouse serve` stops its JVM; killed, the JVM gets SIGTERM
     return result
 
 
-def postgres_metastore(out: Path) -> tuple[Path, object] | None:
+def postgres_server(out: Path) -> postgres.PostgresInfo | None:
     """The bench's own PostgreSQL server (bench/out/postgres, a free port), or None when its
     server programs are not installed."""
-    from lakehouse import postgres
     from lakehouse.ports import free_port
 
     try:
@@ -362,7 +357,15 @@ def postgres_metastore(out: Path) -> tuple[Path, object] | None:
     directory.mkdir(exist_ok=True)
     directory.chmod(0o755)  # as root the server runs as OS user postgres
     postgres.stop(directory)  # a server left by an interrupted run
-    return directory, postgres.start(port=free_port(), directory=directory)
+    return postgres.start(port=free_port(), directory=directory)
+
+
+def fresh_metastore(server: postgres.PostgresInfo, changes: int) -> dict[str, str]:
+    """A new, empty metastore database for one scale's fresh lakehouse; its LAKEHOUSE_METASTORE_*."""
+    database = f"bench_{changes}"
+    postgres.drop_database(server, database)
+    postgres.ensure_database(server, database)
+    return postgres.metastore_env(server, database)
 
 
 def produce(path: Path, bootstrap: str) -> tuple[int, float]:
@@ -527,24 +530,16 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     scales = sorted(int(s) for s in args.scales.split(",")) if args.scales else [args.changes]
     summary: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": []}
-    pg = None if args.no_serve else postgres_metastore(out)
+    pg = None if args.no_serve else postgres_server(out)
     summary["machine"]["metastore"] = "PostgreSQL (bench/out/postgres)" if pg else "Derby (embedded)"
     try:
         for n in scales:
-            metastore = None
-            if pg:
-                from lakehouse import postgres
-
-                postgres.drop_database(pg[1], f"bench_{n}")  # a fresh metastore per fresh lakehouse
-                postgres.ensure_database(pg[1], f"bench_{n}")
-                metastore = postgres.metastore_env(pg[1], f"bench_{n}")
+            metastore = fresh_metastore(pg, n) if pg else None
             summary["results"].append(run_scale(n, args.tables, not args.no_kafka, out, metastore))
             (out / "summary.json").write_text(json.dumps(summary, indent=2))  # a long run keeps what it has
     finally:
         if pg:
-            from lakehouse import postgres
-
-            postgres.stop(pg[0])
+            postgres.stop(Path(pg.directory))
     results = summary["results"]
     if len(results) > 1:
         summary["incremental_largest_vs_smallest"] = (
