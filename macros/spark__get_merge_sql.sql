@@ -4,8 +4,16 @@
         DBT_INTERNAL_SOURCE / DBT_INTERNAL_DEST that a matched row must meet to be updated.
         Gold uses it so that a change only replaces the state of its key when it comes later in
         the key's apply order: a late, older change never overwrites a newer state.
+        And a predicate over the target that the model decided at compile time, from what its
+        increment holds (config() cannot change at run time): cdc_merge_target_filter below.
     -#}
     {%- set predicates = [] if incremental_predicates is none else [] + incremental_predicates -%}
+    {%- set target_filter = modules.re.search(
+        '/[*] cdc_merge_target_filter: (.+?) [*]/', (model or {}).get('compiled_code') or ''
+    ) -%}
+    {%- if target_filter -%}
+        {%- do predicates.append(target_filter.group(1)) -%}
+    {%- endif -%}
     {%- set update_condition = config.get('merge_update_condition') -%}
     {%- set update_columns = config.get('merge_update_columns') -%}
     {%- set keys = [unique_key] if unique_key is string else unique_key -%}
@@ -27,4 +35,14 @@
     {%- else %} *
     {%- endif %}
     when not matched then insert *
+{%- endmacro %}
+
+{% macro cdc_merge_target_filter(predicate) -%}
+    {#-
+        Placed in an incremental model's SQL: its MERGE searches only the target rows that meet
+        `predicate` (over DBT_INTERNAL_DEST), so Delta skips the partitions and files that cannot
+        match. For a model that knows, from what it read at compile time, that no other stored
+        row can be touched. A comment, so the model's query is unchanged.
+    -#}
+    /* cdc_merge_target_filter: {{ predicate }} */
 {%- endmacro %}

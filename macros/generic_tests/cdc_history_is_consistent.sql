@@ -1,7 +1,7 @@
 {% test cdc_history_is_consistent(model, current_state) %}
 {#-
     SCD2 history: the versions of a key follow each other without gap or overlap (each one ends
-    where the next begins, in apply order), at most one is current, and the current versions
+    where the next begins, in apply order; only the last is open), at most one is current, and the current versions
     are exactly the live rows of `current_state`.
 -#}
 
@@ -23,6 +23,7 @@ broken_chain as (
     where
         next_apply_order is distinct from following_order
         or valid_to is distinct from following_valid_from
+        or is_open is distinct from (next_apply_order is null)
 
 ),
 

@@ -16,9 +16,14 @@
     An existing version only ever gets a new end (a later change of its key arrived, or a late
     one slotted in before it): the MERGE updates just valid_to, next_apply_order and is_current,
     so the versions already stored are read without their row images (known_versions), and
-    only those of the keys the new changes touch are recomputed. Partitioned by is_current: the
-    version a new change ends is nearly always its key's current one, so the MERGE rewrites
-    rows of the current partition (one version per key), not of the whole history.
+    only those of the keys the new changes touch are recomputed.
+
+    Partitioned by is_open (the key's latest version, live or not) and is_current. A change that
+    comes after everything stored of its key ends only the key's open version: when the
+    increment holds no change older than its key's open version (read at compile time, over the
+    open partition only) and no truncate, the stored versions are read from the open partition
+    (one per key, not the whole history) and the MERGE is told to search only that partition
+    too (cdc_merge_target_filter). The closed partition then only grows by appends.
 -#}
 {%- set history_columns = [
     'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
@@ -27,10 +32,13 @@
 ] %}
 
 {%- set watermark = cdc_watermark('ingested_at') if is_incremental() else none %}
-{%- set increment = cdc_new_change_counts(ref('cdc_changes'), watermark) %}
+{%- if watermark is not none %}{{ cdc_require_columns(this, ['is_open']) }}{% endif %}
+{%- set increment = cdc_history_increment(ref('cdc_changes'), this, watermark) %}
 {#- no truncate among the new changes: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = increment is none or increment.truncations > 0 %}
+{#- every new change comes after its key's open version: only open versions can get an end #}
+{%- set open_only = increment is not none and increment.truncations == 0 and increment.late == 0 %}
 {#- a small increment's keys are broadcast to the scan of the stored versions, which then need
     no shuffle (every stored version would cross it to meet a few thousand keys) #}
 {%- set broadcast_keys = increment is not none and increment.changes <= 250000 %}
@@ -39,8 +47,8 @@
     materialized='incremental',
     incremental_strategy='merge',
     unique_key='version_id',
-    merge_update_columns=['valid_to', 'next_apply_order', 'is_current'],
-    partition_by=['is_current'],
+    merge_update_columns=['valid_to', 'next_apply_order', 'is_open', 'is_current'],
+    partition_by=['is_open', 'is_current'],
     tblproperties={'delta.enableDeletionVectors': 'true'},
 ) }}
 
@@ -101,6 +109,9 @@ known_versions as (
         valid_from as event_time, vendor_sequence, apply_order, change_id, ingested_at,
         true as is_stored, next_apply_order as stored_next_apply_order
     from {{ this }}
+    {%- if open_only %}
+    where is_open
+    {%- endif %}
     {%- else %}
     select * from new_effects
     where false
@@ -249,6 +260,7 @@ final as (
         valid_to,
         apply_order,
         next_apply_order,
+        next_apply_order is null as is_open,
         next_apply_order is null and has_row as is_current,
         vendor_sequence,
         change_id,
@@ -260,3 +272,6 @@ final as (
 )
 
 select * from final
+{%- if open_only %}
+{{ cdc_merge_target_filter('DBT_INTERNAL_DEST.is_open') }}
+{%- endif %}
