@@ -1,8 +1,8 @@
 {% test cdc_history_is_consistent(model, current_state) %}
 {#-
     SCD2 history: the versions of a key follow each other without gap or overlap (each one ends
-    where the next begins, in apply order; only the last is open), at most one is current, and the current versions
-    are exactly the live rows of `current_state`.
+    where the next begins, in apply order; only the last is open), at most one is current, and
+    the current versions are exactly the live rows of `current_state`.
 -#}
 
 with versions as (

@@ -33,7 +33,10 @@
 
 {%- set watermark = cdc_watermark('ingested_at') if is_incremental() else none %}
 {%- if watermark is not none %}{{ cdc_require_columns(this, ['is_open']) }}{% endif %}
-{%- set increment = cdc_history_increment(ref('cdc_changes'), this, watermark) %}
+{%- set increment = cdc_new_change_counts(
+    ref('cdc_changes'), watermark,
+    '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)'
+) %}
 {#- no truncate among the new changes: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = increment is none or increment.truncations > 0 %}
