@@ -13,7 +13,7 @@
     {{ return(fallback if newest is none else "timestamp '" ~ newest ~ "'") }}
 {%- endmacro %}
 
-{% macro cdc_new_change_counts(changes, watermark, latest_versions=none) -%}
+{% macro cdc_new_change_counts(changes, watermark, latest_versions=none, broadcast_limit=250000) -%}
     {#-
         What the changes newer than `watermark` (SQL from cdc_watermark) hold, read at compile
         time: {'changes': how many, 'truncations': how many truncates}; none outside execution
@@ -21,54 +21,57 @@
         new files of silver only (Delta skips the rest by ingested_at). Gold uses it to compile
         its truncation branch as empty when there is no truncate (Spark then drops the scan of
         the stored keys that only a truncate needs) and to broadcast the keys of a small
-        increment instead of shuffling every stored version to meet them.
+        increment (at most `broadcast_limit` changes) instead of shuffling every stored version
+        to meet them.
 
         With `latest_versions` (SQL of a relation: source_database, source_schema, source_table,
-        pk, apply_order of each key's latest stored change) also 'late', in the same query: how
-        many keys (a key-changing update's old key included) get a change older than their
-        latest stored one, a late arrival or a replay. With none, a model whose stored rows only
-        a later change can touch may read and MERGE those latest rows alone.
+        pk, apply_order of each key's latest stored change) also 'late': how many keys (a
+        key-changing update's old key included) get a change older than their latest stored
+        one, a late arrival or a replay. With none, a model whose stored rows only a later
+        change can touch may read and MERGE those latest rows alone. A second query, run only
+        for a small increment: its keys are broadcast to the scan of the latest versions (the
+        scan needs no shuffle); with no change nothing is scanned (late is 0), and a larger
+        increment gets late = none (unknown: take the full path).
     -#}
     {%- if not execute or watermark is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set query -%}
-        with new_changes as (
-            select * from {{ changes }}
-            where ingested_at > {{ watermark }}
-        )
-        select counts.*{% if latest_versions is not none %}, late_keys.late{% endif %}
-        from (select count(*) as changes, count_if(op = 't') as truncations from new_changes) as counts
-        {%- if latest_versions is not none %}
-        cross join (
-            select count(*) as late
-            from (
-                select source_database, source_schema, source_table, pk, min(apply_order) as first_new_order
-                from (
-                    select source_database, source_schema, source_table, pk, apply_order
-                    from new_changes
-                    where op in ('c', 'u', 'r', 'd')
-                    union all
-                    select source_database, source_schema, source_table, before_pk as pk, apply_order
-                    from new_changes
-                    where op = 'u' and before_pk is not null
-                ) as touched
-                group by source_database, source_schema, source_table, pk
-            ) as new_keys
-            inner join {{ latest_versions }} as latest
-                on
-                    new_keys.source_database <=> latest.source_database
-                    and new_keys.source_schema <=> latest.source_schema
-                    and new_keys.source_table = latest.source_table
-                    and new_keys.pk = latest.pk
-                    and new_keys.first_new_order < latest.apply_order
-        ) as late_keys
-        {%- endif %}
+    {%- set new_changes -%}
+        (select * from {{ changes }} where ingested_at > {{ watermark }})
     {%- endset -%}
-    {%- set row = run_query(query).rows[0] -%}
+    {%- set row = run_query(
+        'select count(*) as changes, count_if(op = \'t\') as truncations from ' ~ new_changes ~ ' as new_changes'
+    ).rows[0] -%}
     {%- set counts = {'changes': row['changes'], 'truncations': row['truncations']} -%}
-    {%- if latest_versions is not none -%}
-        {%- do counts.update({'late': row['late']}) -%}
+    {%- if latest_versions is none -%}
+        {{ return(counts) }}
+    {%- elif counts.changes == 0 or counts.changes > broadcast_limit -%}
+        {%- do counts.update({'late': 0 if counts.changes == 0 else none}) -%}
+        {{ return(counts) }}
     {%- endif -%}
+    {%- set query -%}
+        select /*+ broadcast(new_keys) */ count(*) as late
+        from (
+            select source_database, source_schema, source_table, pk, min(apply_order) as first_new_order
+            from (
+                select source_database, source_schema, source_table, pk, apply_order
+                from {{ new_changes }} as changes_with_key
+                where op in ('c', 'u', 'r', 'd')
+                union all
+                select source_database, source_schema, source_table, before_pk as pk, apply_order
+                from {{ new_changes }} as changes_with_old_key
+                where op = 'u' and before_pk is not null
+            ) as touched
+            group by source_database, source_schema, source_table, pk
+        ) as new_keys
+        inner join {{ latest_versions }} as latest
+            on
+                new_keys.source_database <=> latest.source_database
+                and new_keys.source_schema <=> latest.source_schema
+                and new_keys.source_table = latest.source_table
+                and new_keys.pk = latest.pk
+                and new_keys.first_new_order < latest.apply_order
+    {%- endset -%}
+    {%- do counts.update({'late': run_query(query).rows[0]['late']}) -%}
     {{ return(counts) }}
 {%- endmacro %}

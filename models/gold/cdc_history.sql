@@ -183,6 +183,12 @@ versions as (
     union all
     select * from truncated_keys
     union all
+    {%- if open_only %}
+    {#- one stored version per key, its open one, and every new change of the key comes after
+        it: it is the version just before the first new change #}
+    select {{ history_columns | join(', ') }}
+    from known_of_affected
+    {%- else %}
     {#- stored versions from the first new change of their key on: their ends may move #}
     select {{ history_columns | join(', ') }}
     from known_of_affected
@@ -197,6 +203,7 @@ versions as (
         where apply_order < first_new_order
         group by source_database, source_schema, source_table, pk
     ) as predecessors
+    {%- endif %}
 
 ),
 
@@ -275,6 +282,10 @@ final as (
 )
 
 select * from final
+{%- if increment is not none and increment.changes == 0 %}
+{#- nothing new: the MERGE gets an empty source (Spark drops every scan above) #}
+where false
+{%- endif %}
 {%- if open_only %}
 {{ cdc_merge_target_filter('DBT_INTERNAL_DEST.is_open') }}
 {%- endif %}

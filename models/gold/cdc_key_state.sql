@@ -224,3 +224,7 @@ final as (
 )
 
 select * from final
+{%- if increment is not none and increment.changes == 0 %}
+{#- nothing new: the MERGE gets an empty source (Spark drops every scan above) #}
+where false
+{%- endif %}
