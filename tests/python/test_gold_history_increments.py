@@ -1,5 +1,6 @@
-"""gold.cdc_history across increments: in order (the open partition alone is read and MERGEd)
-and with a late change (every stored version of its key), checked version by version."""
+"""gold.cdc_history across increments: in order (the open partition alone is read and MERGEd),
+with nothing new (an empty MERGE source) and with a late change (every stored version of its
+key), checked version by version."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from cdc_messages import DebeziumTable
 
 PROJECT = Path(__file__).resolve().parents[2]
 RUN_SQL = PROJECT / "target" / "run" / "cdc_lakehouse" / "models" / "gold" / "cdc_history.sql"
+COMPILED = PROJECT / "target" / "compiled" / "cdc_lakehouse" / "models" / "gold"
 
 
 def _versions(lakehouse, table: str) -> dict[str, list[tuple]]:
@@ -43,7 +45,7 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
     lakehouse.build()
     assert "DBT_INTERNAL_DEST.is_open and" in _merge_statement()
-    assert _versions(lakehouse, "hist") == {
+    expected = {
         '{"id":1}': [("c", True, False, False, True), ("u", True, False, False, True),
                      ("u", True, True, True, False)],
         '{"id":2}': [("c", True, False, False, True), ("d", False, False, False, True),
@@ -51,6 +53,15 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
         '{"id":3}': [("c", True, False, False, True), ("d", False, True, False, False)],
         '{"id":4}': [("u", True, True, True, False)],
     }
+    assert _versions(lakehouse, "hist") == expected
+
+    # nothing new: the history and the key state MERGE an empty source, and nothing moves
+    lakehouse.build(tests=False)
+    for model in ("cdc_history", "cdc_key_state"):
+        compiled = (COMPILED / f"{model}.sql").read_text()
+        assert "where false" in compiled.rsplit("select * from final", 1)[1], model
+    assert _versions(lakehouse, "hist") == expected
+    assert len(lakehouse.rows("select * from gold.cdc_key_state where source_table = 'hist'")) == 4
 
 
 def test_late_change_recomputes_the_closed_versions_of_its_key(lakehouse):
