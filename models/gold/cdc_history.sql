@@ -33,9 +33,12 @@
 
 {%- set watermark = cdc_watermark('ingested_at') if is_incremental() else none %}
 {%- if watermark is not none %}{{ cdc_require_columns(this, ['is_open']) }}{% endif %}
+{#- an increment of at most this many changes has its keys broadcast (late check and model) #}
+{%- set broadcast_limit = 250000 %}
 {%- set increment = cdc_new_change_counts(
     ref('cdc_changes'), watermark,
-    '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)'
+    '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)',
+    broadcast_limit
 ) %}
 {#- no truncate among the new changes: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
@@ -44,7 +47,7 @@
 {%- set open_only = increment is not none and increment.truncations == 0 and increment.late == 0 %}
 {#- a small increment's keys are broadcast to the scan of the stored versions, which then need
     no shuffle (every stored version would cross it to meet a few thousand keys) #}
-{%- set broadcast_keys = increment is not none and increment.changes <= 250000 %}
+{%- set broadcast_keys = increment is not none and increment.changes <= broadcast_limit %}
 
 {{ config(
     materialized='incremental',
