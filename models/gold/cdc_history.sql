@@ -14,14 +14,15 @@
 
 {#-
     An existing version only ever gets a new end (a later change of its key arrived, or a late
-    one slotted in before it): the MERGE updates just valid_to, next_apply_order and is_current,
-    so the versions already stored are read without their row images (known_versions), and
-    only those of the keys the new changes touch are recomputed.
+    one slotted in before it): the MERGE updates just valid_to, next_apply_order, is_open and
+    is_current, so the versions already stored are read without their row images
+    (known_versions), and only those of the keys the new changes touch are recomputed.
 
     Partitioned by is_open (the key's latest version, live or not) and is_current. A change that
     comes after everything stored of its key ends only the key's open version: when the
     increment holds no change older than its key's open version (read at compile time, over the
-    open partition only) and no truncate, the stored versions are read from the open partition
+    open partition only, for an increment of at most broadcast_limit changes; a larger one takes
+    the full path unchecked) and no truncate, the stored versions are read from the open partition
     (one per key, not the whole history) and the MERGE is told to search only that partition
     too (cdc_merge_target_filter). The closed partition then only grows by appends.
 -#}
