@@ -6,6 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
 SPARK_JARS := .cache/jars/spark/.synced
+FUNCTIONS_JAR := .cache/jars/spark/cdc-lakehouse-functions.jar
+FUNCTIONS_SRC := $(wildcard jvm/functions/src/main/java/cdc/lakehouse/*.java)
 export LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
 # apt-get needs root: CI runs as root, a developer's machine through sudo.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -23,7 +25,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-jars: $(SPARK_JARS)
+jars: $(SPARK_JARS) $(FUNCTIONS_JAR)
 
 # Delta and the Spark Kafka connector from Maven Central; pyspark's own jars are not copied twice.
 $(SPARK_JARS): jvm/pom.xml jvm/settings.xml $(BIN)/.installed
@@ -32,6 +34,17 @@ $(SPARK_JARS): jvm/pom.xml jvm/settings.xml $(BIN)/.installed
 	    -DoutputDirectory=$(CURDIR)/.cache/jars/resolved
 	$(BIN)/python -m lakehouse.jars .cache/jars/resolved .cache/jars/spark
 	touch $@
+
+# The project's own JVM functions (jvm/functions: the exact-JSON marking of macros/cdc_json.sql),
+# compiled by the JDK against pyspark's jars into the same folder, so that every Spark session of
+# the lakehouse has them on its classpath. After the sync above, which empties that folder.
+
+$(FUNCTIONS_JAR): $(FUNCTIONS_SRC) $(SPARK_JARS)
+	rm -rf .cache/functions-classes
+	javac --release 17 -Xlint:all,-path -Werror -d .cache/functions-classes \
+	    -cp "$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')/*" \
+	    $(FUNCTIONS_SRC)
+	jar --create --file $@ -C .cache/functions-classes .
 
 demo: setup
 	$(BIN)/lakehouse ingest --from-file samples/debezium_inventory.jsonl --format debezium-json

@@ -72,6 +72,9 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.executor.cores": os.environ.get("LAKEHOUSE_EXECUTOR_CORES", "1"),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        # The project's JVM functions (jvm/functions, built by `make jars` into the jars folder):
+        # the parsers mark exact JSON numbers with cdc_lakehouse.json.mark, not with regexes.
+        "spark.sql.catalog.cdc_lakehouse": "cdc.lakehouse.JsonFunctions",
         "spark.sql.warehouse.dir": os.environ.get("LAKEHOUSE_WAREHOUSE", str(root / "warehouse")),
         "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
         # Unset: Hive's own defaults (Derby's driver, user APP, password mine).

@@ -30,7 +30,7 @@
     {%- set escaped -%}
         regexp_replace({{ row }}, '(:\\s*)"\\\\u0000', '$1"\\\\u0000\\\\u0000')
     {%- endset -%}
-    {{ cdc_image_map(cdc_mark_json(escaped)) }}
+    {{ cdc_image_map(cdc_mark_json(escaped, portable=true)) }}
 {%- endmacro %}
 
 {% macro cdc_typed_column_specs() -%}

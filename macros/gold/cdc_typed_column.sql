@@ -255,7 +255,7 @@
     {%- set is_int = value ~ " rlike '^-?[0-9]+$'" -%}
     {#- a JSON object value (an Avro Timestamp / DateTime record, a Debezium struct), numbers unmarked -#}
     {%- set is_record = "left(" ~ value ~ ", 1) = '{'" -%}
-    {%- set record = cdc_unmark_json(value) -%}
+    {%- set record = cdc_unmark_json(value, portable=true) -%}
     {%- if name == 'org.apache.kafka.connect.data.Decimal' -%}
         {#- Kafka Connect Decimal: base64 of the unscaled value, big-endian two's complement #}
         {%- set scale = ((meta.get('parameters') or {}).get('scale') or 0) | int -%}

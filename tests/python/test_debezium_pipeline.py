@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cdc_messages import DebeziumTable, Raw, envelope
+from conftest import PROJECT
 from scenarios import debezium_history, hard_delivery
 
 
@@ -33,7 +35,9 @@ def test_hard_delivery_gives_the_true_final_state(lakehouse):
     assert kinds == [] and parsed == bronze
 
 
-def test_exact_values_deletes_key_changes_and_control_events(lakehouse):
+@pytest.mark.parametrize("jvm_functions", [True, False], ids=["jvm-marking", "regex-marking"])
+def test_exact_values_deletes_key_changes_and_control_events(lakehouse, jvm_functions):
+    """Both ways of marking exact numbers (macros/cdc_json.sql) give the same gold."""
     t = DebeziumTable("dbserver1", "inventory", "items", ["id"], with_schema=True)
     a = {"id": Raw("10223372036854775806"), "price": Raw("9.999999999999999093266253"),
          "name": "a \u003d \"quoted\" \U0001F600 \u4e2d", "nul": "\u0000"}
@@ -47,7 +51,9 @@ def test_exact_values_deletes_key_changes_and_control_events(lakehouse):
     lines.append(envelope(t.topic, 0, len(lines), None, "{not json"))
     lines.append(envelope(t.topic, 0, len(lines), None, '{"payload": {"op": "x", "source": {}}}'))
     lakehouse.ingest(lines, fmt="debezium-json")
-    lakehouse.build()
+    lakehouse.build("--vars", json.dumps({"cdc_jvm_functions": jvm_functions}))
+    compiled = (PROJECT / "target/compiled/cdc_lakehouse/models/silver/cdc_parsed.sql").read_text()
+    assert ("cdc_lakehouse.json.mark(" in compiled) == jvm_functions
 
     state = lakehouse.rows("select pk, row, last_op from gold.cdc_current_state order by pk")
     assert [r["pk"] for r in state] == ['{"id":10223372036854775806}', '{"id":3}']

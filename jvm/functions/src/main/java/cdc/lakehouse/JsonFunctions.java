@@ -1,0 +1,142 @@
+package cdc.lakehouse;
+
+import java.util.Arrays;
+
+import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
+import org.apache.spark.sql.connector.catalog.FunctionCatalog;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
+import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The project's JVM functions as a Spark function catalog: SQL calls them as
+ * {@code cdc_lakehouse.json.mark(text)} and {@code cdc_lakehouse.json.unmark(text)} in a session
+ * with {@code spark.sql.catalog.cdc_lakehouse=cdc.lakehouse.JsonFunctions} and this jar on its
+ * classpath (ingestion/lakehouse/session.py and profiles/profiles.yml set both).
+ *
+ * <p>Why a function catalog (Spark's public connector API) and not a Hive UDF or a UDF
+ * registered in code: it is a plain setting, so every session of a Thrift server has it too,
+ * and Spark compiles the call into a direct call of the static {@code invoke} method on the
+ * UTF-8 bytes (no conversion to Java strings, no reflection per row).
+ */
+public final class JsonFunctions implements FunctionCatalog {
+  private static final String[] NAMESPACE = {"json"};
+  private String catalogName;
+
+  @Override
+  public void initialize(String name, CaseInsensitiveStringMap options) {
+    this.catalogName = name;
+  }
+
+  @Override
+  public String name() {
+    return catalogName;
+  }
+
+  @Override
+  public String[] defaultNamespace() {
+    return NAMESPACE.clone();
+  }
+
+  @Override
+  public Identifier[] listFunctions(String[] namespace) {
+    return new Identifier[] {Identifier.of(NAMESPACE, "mark"), Identifier.of(NAMESPACE, "unmark")};
+  }
+
+  @Override
+  public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
+    if (Arrays.equals(ident.namespace(), NAMESPACE)) {
+      if (ident.name().equals("mark")) {
+        return new OneString(new Mark());
+      }
+      if (ident.name().equals("unmark")) {
+        return new OneString(new Unmark());
+      }
+    }
+    throw new NoSuchFunctionException(ident);
+  }
+
+  /** Binds a call with exactly one string argument, with a message naming the function. */
+  private static final class OneString implements UnboundFunction {
+    private static final long serialVersionUID = 1L;
+
+    private final StringToString bound;
+
+    OneString(StringToString bound) {
+      this.bound = bound;
+    }
+
+    @Override
+    public BoundFunction bind(StructType inputType) {
+      StructField[] fields = inputType.fields();
+      if (fields.length != 1 || !(fields[0].dataType() instanceof StringType)) {
+        throw new UnsupportedOperationException(
+            "cdc_lakehouse.json." + bound.name() + " takes one string, got " + inputType.simpleString());
+      }
+      return bound;
+    }
+
+    @Override
+    public String description() {
+      return bound.name() + "(string) -> string: the exact-JSON marking of macros/cdc_json.sql";
+    }
+
+    @Override
+    public String name() {
+      return bound.name();
+    }
+  }
+
+  /** A string -> string function; null in, null out. */
+  private abstract static class StringToString implements ScalarFunction<UTF8String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public DataType[] inputTypes() {
+      return new DataType[] {DataTypes.StringType};
+    }
+
+    @Override
+    public DataType resultType() {
+      return DataTypes.StringType;
+    }
+  }
+
+  /** {@code cdc_lakehouse.json.mark(text)}: {@link JsonMarks#mark}. */
+  public static final class Mark extends StringToString {
+    private static final long serialVersionUID = 1L;
+
+    /** Spark's "magic method": called directly from generated code. */
+    public static UTF8String invoke(UTF8String text) {
+      return JsonMarks.mark(text);
+    }
+
+    @Override
+    public String name() {
+      return "mark";
+    }
+  }
+
+  /** {@code cdc_lakehouse.json.unmark(text)}: {@link JsonMarks#unmark}. */
+  public static final class Unmark extends StringToString {
+    private static final long serialVersionUID = 1L;
+
+    /** Spark's "magic method": called directly from generated code. */
+    public static UTF8String invoke(UTF8String text) {
+      return JsonMarks.unmark(text);
+    }
+
+    @Override
+    public String name() {
+      return "unmark";
+    }
+  }
+}

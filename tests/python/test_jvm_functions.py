@@ -1,0 +1,109 @@
+"""The JVM marking functions (jvm/functions) give the text of the regular expressions they replace.
+
+macros/cdc_json.sql marks exact JSON numbers either with ``cdc_lakehouse.json.mark`` /
+``unmark`` (the default) or with regular expressions (``cdc_jvm_functions: false``, and always
+in the typed gold views). Both are compiled here by dbt itself and run side by side in Spark on
+messages with every kind of token, escape and malformation.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import PROJECT
+
+#: (name, JSON text): valid messages and the malformed text a topic can carry.
+TEXTS = [
+    ("all tokens", '{"a": 1, "b": -2.5e+10, "c": true, "d": false, "e": null, "f": [1, 2.50, {"g": 0}]}'),
+    ("numbers in strings", '{"s": "x 1 true -3", "n": 65, "k": "12"}'),
+    ("escapes", r'{"q": "a \"1\" \\", "b": "\\", "u": "\u00e9 2", "n": 7}'),
+    ("exact decimals",
+     '{"p": 9.999999999999999093266253, "big": 12345678901234567890123456789012345678901234567890.5}'),
+    ("a string of one NUL", r'{"nul": "\u0000", "n": 1, "t": true}'),
+    ("a marked-looking string", r'{"s": "\u0000true", "n": -0}'),
+    ("unicode", '{"ü": "😀 \u2028 中", "x": [1, {"y": 3}]}'),
+    ("unterminated string", '{"a": "abc 12, "b": 3'),
+    ("backslash before a line break", '{"a": "x\\\n1", "b": 2}'),
+    ("bare words", '{"a": -x, "b": --5, "c": truex, "d": nulltrue, "e": 1e}'),
+    ("whitespace", '{\n  "a" :\t-1 ,\r\n  "b": [ true ,false ]\n}'),
+    ("not an object", '42'),
+    ("empty", ''),
+]
+
+
+def _compiled_expression(macro_call: str, jvm: bool) -> str:
+    """The SQL of ``macro_call`` as dbt compiles it, with or without the JVM functions."""
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke([
+        "compile", "--inline", f"select {{{{ {macro_call} }}}} as out from texts",
+        "--vars", json.dumps({"cdc_jvm_functions": jvm}),
+        "--profiles-dir", str(PROJECT / "profiles"), "--project-dir", str(PROJECT), "--quiet",
+    ])
+    assert result.success, result.exception
+    return result.result.results[0].node.compiled_code
+
+
+@pytest.fixture(scope="module")
+def texts(_shared_lakehouse):
+    spark = _shared_lakehouse.spark
+    spark.createDataFrame(TEXTS + [("null", None)], "name string, text string").createOrReplaceTempView("texts")
+    return spark
+
+
+def _outputs(spark, macro_call: str, jvm: bool) -> dict[str, str | None]:
+    query = _compiled_expression(macro_call, jvm).replace("select", "select name,", 1)
+    return {r["name"]: r["out"] for r in spark.sql(query).collect()}
+
+
+def test_the_parsers_call_the_jvm_functions_by_default(texts):
+    assert "cdc_lakehouse.json.mark(text)" in _compiled_expression("cdc_mark_json('text')", jvm=True)
+    assert "regexp_replace" in _compiled_expression("cdc_mark_json('text')", jvm=False)
+    # the typed gold views are read by any Spark: never the JVM functions
+    assert "regexp_replace" in _compiled_expression("cdc_mark_json('text', portable=true)", jvm=True)
+
+
+def test_mark_gives_the_regex_text(texts):
+    jvm = _outputs(texts, "cdc_mark_json('text')", jvm=True)
+    regex = _outputs(texts, "cdc_mark_json('text')", jvm=False)
+    assert jvm == regex
+    assert jvm["all tokens"] == (
+        r'{"a": "\u00001", "b": "\u0000-2.5e+10", "c": "\u0000true", "d": "\u0000false", "e": null, '
+        r'"f": ["\u00001", "\u00002.50", {"g": "\u00000"}]}')
+    assert jvm["numbers in strings"] == r'{"s": "x 1 true -3", "n": "\u000065", "k": "12"}'
+    assert jvm["null"] is None
+
+
+def test_unmark_gives_the_regex_text_and_the_original_back(texts):
+    jvm = _outputs(texts, "cdc_unmark_json(cdc_mark_json('text'))", jvm=True)
+    regex = _outputs(texts, "cdc_unmark_json(cdc_mark_json('text'))", jvm=False)
+    assert jvm == regex
+    originals = dict(TEXTS)
+    # every text comes back, but a genuine string that looks like a marked value (known, documented)
+    assert {k: v for k, v in jvm.items() if k not in ("a marked-looking string", "null")} == {
+        k: v for k, v in originals.items() if k != "a marked-looking string"}
+    assert jvm["a marked-looking string"] == '{"s": true, "n": -0}'
+
+
+def test_exact_numbers_survive_parsing(texts):
+    parsed = _outputs(texts, "cdc_image_map(cdc_mark_json('text'))", jvm=True)["exact decimals"]
+    assert {k: v.lstrip("\0") for k, v in parsed.items()} == {
+        "p": "9.999999999999999093266253",
+        "big": "12345678901234567890123456789012345678901234567890.5"}
+
+
+def test_adjacent_tokens_stay_invalid_json(texts):
+    """The one difference: the regex's three passes (a message holding "\\u0000") would join
+    `1true` into one marked string and so turn invalid JSON into valid; the JVM keeps it invalid."""
+    texts.createDataFrame([("adjacent", r'{"a": 1true, "nul": "\u0000"}')], "name string, text string") \
+        .createOrReplaceTempView("texts")
+    try:
+        jvm = _outputs(texts, "cdc_mark_json('text')", jvm=True)["adjacent"]
+        regex = _outputs(texts, "cdc_mark_json('text')", jvm=False)["adjacent"]
+    finally:
+        texts.createDataFrame(TEXTS + [("null", None)], "name string, text string").createOrReplaceTempView("texts")
+    assert regex == r'{"a": "\u00001true", "nul": "\u0000"}'
+    assert jvm == r'{"a": "\u00001""\u0000true", "nul": "\u0000"}'
+    parsed = texts.createDataFrame([(jvm,)], "text string").selectExpr("from_json(text, 'map<string,string>') as m")
+    assert parsed.first()["m"] is None
