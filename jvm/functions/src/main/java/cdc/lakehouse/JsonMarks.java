@@ -22,26 +22,56 @@ public final class JsonMarks {
 
   private JsonMarks() {}
 
-  /** The output, allocated at the first change: text that needs none is returned as it is. */
+  /**
+   * The rewritten text: the input's bytes up to each change, then the change. Allocated at the
+   * first change, so that text needing none is returned as it is.
+   */
   private static final class Out {
-    private final int sizeHint;
-    byte[] buf;
-    int len;
+    final byte[] src;
+    private final UTF8String text;
+    private byte[] buf;
+    private int len;
+    private int copied;
 
-    Out(int sizeHint) {
-      this.sizeHint = sizeHint;
+    private Out(UTF8String text) {
+      this.text = text;
+      this.src = text.getBytes();
     }
 
-    void add(byte[] from, int start, int to) {
+    /** The output of {@code text}, or null for a null text (SQL null in, null out). */
+    static Out of(UTF8String text) {
+      return text == null ? null : new Out(text);
+    }
+
+    /** Copies the input not yet copied, up to {@code at}. */
+    void keepUpTo(int at) {
+      append(src, copied, at);
+      copied = at;
+    }
+
+    /** Leaves the input up to {@code at} out (it has been replaced). */
+    void skipTo(int at) {
+      copied = at;
+    }
+
+    void append(byte[] from, int start, int to) {
       int n = to - start;
       if (buf == null) {
-        buf = new byte[sizeHint + sizeHint / 4 + 16];
+        buf = new byte[src.length + src.length / 4 + 16];
       }
       if (len + n > buf.length) {
         buf = Arrays.copyOf(buf, Math.max(buf.length * 2, len + n));
       }
       System.arraycopy(from, start, buf, len, n);
       len += n;
+    }
+
+    UTF8String finish() {
+      if (buf == null) {
+        return text;
+      }
+      keepUpTo(src.length);
+      return UTF8String.fromBytes(buf, 0, len);
     }
   }
 
@@ -127,38 +157,32 @@ public final class JsonMarks {
    * the marked string {@code "\u0000<token>"}.
    */
   public static UTF8String mark(UTF8String text) {
-    if (text == null) {
+    Out out = Out.of(text);
+    if (out == null) {
       return null;
     }
-    byte[] b = text.getBytes();
-    int end = b.length;
-    Out out = new Out(end);
-    int copied = 0;
+    byte[] b = out.src;
     int i = 0;
-    while (i < end) {
+    while (i < b.length) {
       byte c = b[i];
       if (c == '"') {
-        int close = stringEnd(b, i, end);
+        int close = stringEnd(b, i, b.length);
         i = close >= 0 ? close + 1 : i + 1;
         continue;
       }
-      int tokenEnd = c == '-' || isDigit(c) || c == 't' || c == 'f' ? tokenEnd(b, i, end) : -1;
+      int tokenEnd = c == '-' || isDigit(c) || c == 't' || c == 'f' ? tokenEnd(b, i, b.length) : -1;
       if (tokenEnd < 0) {
         i++;
         continue;
       }
-      out.add(b, copied, i);
-      out.add(MARK, 0, MARK.length);
-      out.add(b, i, tokenEnd);
-      out.add(MARK, 0, 1);
-      copied = tokenEnd;
+      out.keepUpTo(i);
+      out.append(MARK, 0, MARK.length);
+      out.append(b, i, tokenEnd);
+      out.append(MARK, 0, 1);
+      out.skipTo(tokenEnd);
       i = tokenEnd;
     }
-    if (out.buf == null) {
-      return text;
-    }
-    out.add(b, copied, end);
-    return UTF8String.fromBytes(out.buf, 0, out.len);
+    return out.finish();
   }
 
   /**
@@ -166,32 +190,24 @@ public final class JsonMarks {
    * regex {@code "\\u0000(-?[0-9][0-9.eE+-]*+|true|false)"} replaced by its group.
    */
   public static UTF8String unmark(UTF8String text) {
-    if (text == null) {
+    Out out = Out.of(text);
+    if (out == null) {
       return null;
     }
-    byte[] b = text.getBytes();
-    int end = b.length;
-    Out out = new Out(end);
-    int copied = 0;
-    int i = 0;
-    while (i < end) {
-      if (b[i] == '"' && startsWith(b, i, end, MARK)) {
-        int start = i + MARK.length;
-        int tokenEnd = tokenEnd(b, start, end);
-        if (tokenEnd >= 0 && tokenEnd < end && b[tokenEnd] == '"') {
-          out.add(b, copied, i);
-          out.add(b, start, tokenEnd);
-          copied = tokenEnd + 1;
-          i = tokenEnd + 1;
-          continue;
-        }
+    byte[] b = out.src;
+    for (int i = 0; i < b.length; i++) {
+      if (b[i] != '"' || !startsWith(b, i, b.length, MARK)) {
+        continue;
       }
-      i++;
+      int start = i + MARK.length;
+      int tokenEnd = tokenEnd(b, start, b.length);
+      if (tokenEnd >= 0 && tokenEnd < b.length && b[tokenEnd] == '"') {
+        out.keepUpTo(i);
+        out.append(b, start, tokenEnd);
+        out.skipTo(tokenEnd + 1);
+        i = tokenEnd;
+      }
     }
-    if (out.buf == null) {
-      return text;
-    }
-    out.add(b, copied, end);
-    return UTF8String.fromBytes(out.buf, 0, out.len);
+    return out.finish();
   }
 }
