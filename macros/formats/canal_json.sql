@@ -71,6 +71,14 @@
         the vendor sequence, most significant first), sequence (fields shown as
         vendor_sequence), delete_image_in_old (the format ids whose DELETE rows are in `old`
         first), transaction (transaction id field, or none).
+
+        Speed: a message is parsed once, its rows straight into maps and its key names and
+        type maps typed (`typed_schema`). Only a message that does not fit that shape (a field
+        of another type makes the typed parse corrupt) is read again with every field as text
+        (`text_schema`), so that its error can name the field. The common message (one row,
+        its key columns spelled as pkNames spells them, a type name for every column) takes
+        no lambda: Spark evaluates lambdas outside its generated code, and they took half of
+        this parser's time. Their general forms stay, in the branches the rest needs.
     -#}
     {%- set u = cdc_unmark_value -%}
     {%- set fields = ['data', f.type, f.old, f.database, 'table', 'isDdl', 'sql', f.key_field,
@@ -79,8 +87,16 @@
                      + ([f.schema] if f.schema else [])
                      + ([f.entry_type] if f.entry_type else [])
                      + ([f.transaction] if f.transaction else []) -%}
-    {%- set message_schema -%}
+    {%- set rows_type = 'array<map<string,string>>' -%}
+    {%- set typed_fields = {
+            'data': rows_type, f.old: rows_type, f.key_field: 'array<string>',
+            f.value_types: 'map<string,string>', f.code_types: 'map<string,string>',
+        } -%}
+    {%- set text_schema -%}
         struct<{% for name in fields | unique %}`{{ name }}`: string, {% endfor %}`_corrupt`: string>
+    {%- endset -%}
+    {%- set typed_schema -%}
+        struct<{% for name in fields | unique %}`{{ name }}`: {{ typed_fields.get(name, 'string') }}, {% endfor %}`_corrupt`: string>
     {%- endset -%}
     {%- set table_changes_schema -%}
         struct<`table`: struct<columns: array<struct<name: string, jdbcType: string,
@@ -122,23 +138,25 @@
             case
                 when not x.is_dml then x.key_names
                 when x.entry is null then null
-                when coalesce(size(x.key_names), 0) = 0 then map_keys(x.entry.img)
+                when coalesce(size(x.key_names), 0) = 0 then map_keys(x.entry.row_maps)
+                when size(array_except(x.key_names, map_keys(x.entry.row_maps))) = 0 then x.key_names
                 else transform(x.key_names, k -> coalesce(
-                    case when map_contains_key(x.entry.img, k) then k end,
-                    try_element_at(filter(map_keys(x.entry.img), col -> lower(col) = lower(k)), 1),
+                    case when map_contains_key(x.entry.row_maps, k) then k end,
+                    try_element_at(filter(map_keys(x.entry.row_maps), col -> lower(col) = lower(k)), 1),
                     k
                 ))
             end as key_columns,
-            case when x.vendor_op in ('INSERT', 'UPDATE') then x.entry.img end as after_values,
+            case when x.vendor_op in ('INSERT', 'UPDATE') then x.entry.row_maps end as after_values,
             {# an UPDATE's before image: its data row overlaid with its old row (old holds only
                 the changed columns, and may name columns that data lacks: kept) #}
             case
-                when x.vendor_op = 'DELETE' then x.entry.img
-                when x.vendor_op = 'UPDATE' then map_concat(
-                    transform_values(x.entry.img, (k, v) ->
-                        case when map_contains_key(x.entry.old, k) then x.entry.old[k] else v end),
-                    map_filter(x.entry.old, (k, v) -> not map_contains_key(x.entry.img, k))
-                )
+                when x.vendor_op = 'DELETE' then x.entry.row_maps
+                when x.vendor_op = 'UPDATE' and (x.entry.old_of_rows is null or cardinality(x.entry.old_of_rows) = 0)
+                    then x.entry.row_maps
+                {#- map_zip_with: the row's columns, then old's others, each once (a column named
+                    twice in the JSON is no error for it, unlike map_concat) #}
+                when x.vendor_op = 'UPDATE' then map_zip_with(x.entry.row_maps, x.entry.old_of_rows, (k, v, old_v) ->
+                    case when map_contains_key(x.entry.old_of_rows, k) then old_v else v end)
             end as before_values
         from (
             select
@@ -147,17 +165,12 @@
             from (
                 select
                     r.*,
-                    {# one struct per row: its image and (UPDATE) its old columns; null for a
-                        control event or a quarantined record, so that it yields exactly one row
-                        (SPEC rule 8 counts one outcome per record) #}
-                    case when r.is_dml and r.parse_error is null then transform(r.row_maps, (img, i) -> named_struct(
-                        'img', img,
-                        'old', coalesce(
-                            case when r.vendor_op = 'UPDATE' and r.rows_from = 'data'
-                                then try_element_at(r.old_maps, i + 1) end,
-                            cast(map() as map<string, string>)
-                        )
-                    )) end as entries
+                    {# one struct per row: its image (row_maps) and, for an UPDATE, its old
+                        columns (old_of_rows, null when there are none); null for a control event
+                        or a quarantined record, so that it yields exactly one row (SPEC rule 8
+                        counts one outcome per record) #}
+                    case when r.is_dml and r.parse_error is null
+                        then arrays_zip(r.row_maps, r.old_of_rows) end as entries
                 from (
                     select
                         t.*,
@@ -170,22 +183,28 @@
                                 then 'shape does not match ' || t.resolved_format
                                     || ': no "{{ f.type }}" (operation type) and not a DDL'
                             when not t.is_dml then null
-                            when t.msg.`data` is not null and t.data_rows is null
+                            when t.text_msg.`data` is not null and t.data_rows is null
                                 then 'shape does not match ' || t.resolved_format || ': "data" is not an array of rows'
-                            when t.msg.`{{ f.old }}` is not null and t.old_rows is null
+                            when t.text_msg.`{{ f.old }}` is not null and t.old_rows is null
                                 then 'shape does not match ' || t.resolved_format || ': "{{ f.old }}" is not an array of rows'
-                            when t.msg.`{{ f.key_field }}` is not null and t.key_names is null
+                            when t.text_msg.`{{ f.key_field }}` is not null and t.key_names is null
                                 then 'shape does not match ' || t.resolved_format
                                     || ': "{{ f.key_field }}" is not an array of column names'
                             when coalesce(size(t.row_maps), 0) = 0
                                 then 'shape does not match ' || t.resolved_format || ': ' || t.vendor_op
                                     || ' without rows in "' || t.rows_from || '"'
-                            when exists(t.row_maps, img -> img is null)
+                            when (size(t.row_maps) = 1 and t.row_maps[0] is null)
+                                or (size(t.row_maps) > 1 and exists(t.row_maps, img -> img is null))
                                 then 'shape does not match ' || t.resolved_format || ': row '
                                     || (array_position(transform(t.row_maps, img -> img is null), true) - 1)
                                     || ' of "' || t.rows_from || '" is not a JSON object'
                             when t.source_table is null then 'no table: the message names no source table'
-                            when exists(t.row_maps, img -> exists(t.key_names, k ->
+                            {#- one row holding every key column as spelled: no lambda #}
+                            when not coalesce(
+                                    size(t.row_maps) = 1 and size(array_except(t.key_names, map_keys(t.row_maps[0]))) = 0,
+                                    false
+                                )
+                                and exists(t.row_maps, img -> exists(t.key_names, k ->
                                     not exists(map_keys(img), col -> lower(col) = lower(k))))
                                 then 'no key: "{{ f.key_field }}" names ' || array_join(transform(
                                     filter(t.key_names, k -> exists(t.row_maps, img ->
@@ -195,11 +214,14 @@
                     from (
                         select
                             p.*,
-                            transform(
-                                case when p.rows_from = 'data' then p.data_rows else p.old_rows end,
-                                row_text -> {{ cdc_image_map('row_text') }}
-                            ) as row_maps,
-                            transform(p.old_rows, row_text -> {{ cdc_image_map('row_text') }}) as old_maps
+                            case when p.rows_from = 'data' then p.data_rows else p.old_rows end as row_maps,
+                            {# an UPDATE's old columns, aligned by position with its data rows #}
+                            case
+                                when p.vendor_op = 'UPDATE' and p.rows_from = 'data'
+                                    and coalesce(size(p.old_rows), 0) > 0 and coalesce(size(p.data_rows), 0) > 0
+                                    then slice(p.old_rows, 1, size(p.data_rows))
+                                else cast(array() as {{ rows_type }})
+                            end as old_of_rows
                         from (
                             select
                                 b.*,
@@ -224,13 +246,19 @@
                                     select
                                         rec.*,
                                         {{ _canal_vendor_op('rec', f) }} as vendor_op,
-                                        from_json(rec.msg.`data`, 'array<string>') as data_rows,
-                                        from_json(rec.msg.`{{ f.old }}`, 'array<string>') as old_rows,
-                                        {# a null name would become a null map key downstream, which fails the run #}
-                                        filter(from_json(rec.msg.`{{ f.key_field }}`, 'array<string>'), k -> k is not null)
-                                            as key_names,
-                                        from_json(rec.msg.`{{ f.value_types }}`, 'map<string,string>') as type_names,
-                                        from_json(rec.msg.`{{ f.code_types }}`, 'map<string,string>') as type_codes,
+                                        rec.msg.`data` as data_rows,
+                                        rec.msg.`{{ f.old }}` as old_rows,
+                                        {# a null name would become a null map key downstream,
+                                            which fails the run (array_except also drops a
+                                            repeated name: then the general filter) #}
+                                        case
+                                            when size(array_except(rec.msg.`{{ f.key_field }}`, array(cast(null as string))))
+                                                = size(rec.msg.`{{ f.key_field }}`)
+                                                then rec.msg.`{{ f.key_field }}`
+                                            else filter(rec.msg.`{{ f.key_field }}`, k -> k is not null)
+                                        end as key_names,
+                                        rec.msg.`{{ f.value_types }}` as type_names,
+                                        rec.msg.`{{ f.code_types }}` as type_codes,
                                         from_json(rec.msg.`tableChanges`, '{{ table_changes_schema }}') as table_changes,
                                         {{ u('rec.msg.`' ~ f.database ~ '`') }} as source_database,
                                         {{ u('rec.msg.`' ~ f.schema ~ '`') if f.schema else 'cast(null as string)' }}
@@ -251,11 +279,41 @@
                                             coalesce(lower({{ u('parsed.msg.isDdl') }}) = 'true', false) as is_ddl
                                         from (
                                             select
-                                                rec_in.*,
-                                                from_json({{ cdc_mark_json('rec_in.value_text') }}, '{{ message_schema }}',
-                                                    map('columnNameOfCorruptRecord', '_corrupt')) as msg
-                                            from {{ records }} as rec_in
-                                            where rec_in.resolved_format in ('{{ format_ids | join("', '") }}')
+                                                texts.*,
+                                                {# the message in the typed shape, from the text
+                                                    fields when the typed parse failed #}
+                                                case when texts.text_msg is null then texts.typed_msg else named_struct(
+                                                    {%- for name in fields | unique %}
+                                                    '{{ name }}',
+                                                    {%- if typed_fields.get(name) == rows_type %}
+                                                    transform(
+                                                        from_json(texts.text_msg.`{{ name }}`, 'array<string>'),
+                                                        row_text -> {{ cdc_image_map('row_text') }}
+                                                    ),
+                                                    {%- elif name in typed_fields %}
+                                                    from_json(texts.text_msg.`{{ name }}`, '{{ typed_fields[name] }}'),
+                                                    {%- else %}
+                                                    texts.text_msg.`{{ name }}`,
+                                                    {%- endif %}
+                                                    {%- endfor %}
+                                                    '_corrupt', texts.text_msg.`_corrupt`
+                                                ) end as msg
+                                            from (
+                                                select
+                                                    typed.*,
+                                                    case when typed.value is not null and (
+                                                        typed.typed_msg is null or typed.typed_msg.`_corrupt` is not null
+                                                    ) then from_json({{ cdc_mark_json('typed.value_text') }}, '{{ text_schema }}',
+                                                        map('columnNameOfCorruptRecord', '_corrupt')) end as text_msg
+                                                from (
+                                                    select
+                                                        rec_in.*,
+                                                        from_json({{ cdc_mark_json('rec_in.value_text') }}, '{{ typed_schema }}',
+                                                            map('columnNameOfCorruptRecord', '_corrupt')) as typed_msg
+                                                    from {{ records }} as rec_in
+                                                    where rec_in.resolved_format in ('{{ format_ids | join("', '") }}')
+                                                ) as typed
+                                            ) as texts
                                         ) as parsed
                                     ) as rec
                                 ) as v
@@ -311,6 +369,18 @@
                 'position', col.position
             )
         ))))") }}
+        {#- the common message: both maps name the same columns in the same order, once each,
+            and every column has a type name (sort_array puts a null first): zipped, without
+            the lambda of the general form below (a third of this parser's time) -#}
+        when size({{ names }}) > 0
+            and map_keys({{ names }}) = map_keys({{ codes }})
+            and size(array_distinct(map_keys({{ names }}))) = size({{ names }})
+            and sort_array(map_values({{ names }}))[0] is not null
+            then {{ cdc_unmark_json("to_json(map_from_arrays(
+                map_keys(" ~ names ~ "),
+                cast(arrays_zip(map_values(" ~ names ~ "), map_values(" ~ names ~ "), map_values(" ~ codes ~ "))
+                    as array<struct<type: string, `" ~ f.value_types ~ "`: string, `" ~ f.code_types ~ "`: string>>)
+            ))") }}
         when {{ names }} is not null or {{ codes }} is not null then {{ cdc_unmark_json("to_json(map_from_arrays(
             " ~ columns ~ ",
             transform(" ~ columns ~ ", k -> named_struct(

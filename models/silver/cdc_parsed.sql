@@ -153,7 +153,10 @@ classified as (
         op_codes.op,
         op_codes.record_kind as coded_kind,
         op_codes.control_kind,
-        coalesce(key_overrides.key_columns, unioned.key_columns) as effective_key_columns,
+        {#- each name once and none null: the key's map below would fail the whole run #}
+        array_except(
+            coalesce(key_overrides.key_columns, unioned.key_columns), array(cast(null as string))
+        ) as effective_key_columns,
         case when op_codes.op = 'd' then unioned.before_values else unioned.after_values end
             as key_image
     from unioned
@@ -172,7 +175,14 @@ keyed as (
 
     select
         *,
+        {#- a key of one column (most tables) without the lambda: Spark runs lambdas outside
+            its generated code #}
         case
+            when size(effective_key_columns) = 1 then {{ cdc_map_to_json(
+                "map(effective_key_columns[0], coalesce(
+                    element_at(key_image, effective_key_columns[0]), element_at(key_values, effective_key_columns[0])
+                ))"
+            ) }}
             when size(effective_key_columns) > 0 then {{ cdc_map_to_json(
                 "map_from_arrays(effective_key_columns, transform(effective_key_columns,
                     k -> coalesce(element_at(key_image, k), element_at(key_values, k))))"
@@ -181,6 +191,10 @@ keyed as (
             else {{ cdc_map_to_json('key_image') }}
         end as pk,
         case
+            when op = 'u' and size(effective_key_columns) = 1 and before_values is not null
+                then {{ cdc_map_to_json(
+                    "map(effective_key_columns[0], element_at(before_values, effective_key_columns[0]))"
+                ) }}
             when op = 'u' and size(effective_key_columns) > 0 and before_values is not null
                 then {{ cdc_map_to_json(
                     "map_from_arrays(effective_key_columns, transform(effective_key_columns,

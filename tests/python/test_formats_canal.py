@@ -84,6 +84,12 @@ QUIRKS = [
     # marked without losing it, and the NUL string is not taken for a marked number
     _canal("nul", "INSERT", [{"id": "1", "s": "\u0000", "n": Raw("9.999999999999999093266253")}],
            es=1000, seq=95),
+    # a key column named twice, once in another case: one key column, not a failed run
+    _canal("repeat", "INSERT", [{"id": "1", "v": "a"}], keys=["id", "id"], es=1000, seq=96),
+    _canal("repeat", "UPDATE", [{"id": "1", "v": "b"}], old=[{"v": "a"}], keys=["id", "ID"],
+           es=2000, seq=97),
+    # type maps of another shape: read as text (the typed parse fails), the row still counts
+    _canal("oddtypes", "INSERT", [{"id": "1"}], mysqlType="int(11)", sqlType=[4], es=1000, seq=98),
     None,  # a null value: a tombstone, a control event
 ]
 QUIRK_STATE = {
@@ -94,6 +100,8 @@ QUIRK_STATE = {
     "late": [],
     "restart": [{"id": "1", "v": "after restart"}],
     "nul": [{"id": "1", "s": "\u0000", "n": "9.999999999999999093266253"}],
+    "repeat": [{"id": "1", "v": "b"}],
+    "oddtypes": [{"id": "1"}],
 }
 
 BROKEN = {
@@ -112,6 +120,10 @@ BROKEN = {
                    'unknown op "UPSERT" for format canal-json'),
     "pk-not-array": (_canal("broken", "INSERT", [{"id": "1"}], keys="id"),
                      'shape does not match canal-json: "pkNames" is not an array of column names'),
+    "null-row": (_canal("broken", "INSERT", [None]),
+                 'shape does not match canal-json: row 0 of "data" is not a JSON object'),
+    "old-not-array": (_canal("broken", "UPDATE", [{"id": "1"}], old="x"),
+                      'shape does not match canal-json: "old" is not an array of rows'),
     "missing-key": (_canal("broken", "DELETE", [{"id": "1"}, {"x": "2"}]),
                     'no key: "pkNames" names "id", absent from the row image'),
     "debezium": ('{"before":null,"after":{"id":1},"source":{"table":"t"},"op":"c"}',
@@ -471,6 +483,11 @@ def test_quirks(canal_lake):
     assert (multi[4]["pk"], multi[4]["before_pk"]) == ('{"id":"20"}', '{"id":"2"}')
     cased = _parsed(lake, "kafka_topic = 'canal.quirks' and source_table = 'cased'")
     assert [r["pk"] for r in cased] == ['{"K1":"7"}', '{"K1":"7"}']
+    repeat = _parsed(lake, "kafka_topic = 'canal.quirks' and source_table = 'repeat'")
+    assert [(r["key_columns"], r["pk"]) for r in repeat] == [(["id"], '{"id":"1"}')] * 2
+    assert _loads(repeat[1]["before_image"]) == {"id": "1", "v": "a"}
+    oddtypes = _parsed(lake, "kafka_topic = 'canal.quirks' and source_table = 'oddtypes'")
+    assert [(r["record_kind"], r["column_types"]) for r in oddtypes] == [("change", None)]
     trunc = _parsed(lake, "kafka_topic = 'canal.quirks' and source_table = 'trunc' and op = 't'")
     assert len(trunc) == 1 and trunc[0]["statement"] == "TRUNCATE TABLE trunc"
     tomb = _parsed(lake, "kafka_topic = 'canal.quirks' and vendor_op = '<tombstone>'")
