@@ -74,10 +74,17 @@
             p.*,
             {#- key values the image lacks come from record_primary_value, so that pk and
                 before_pk are derived from the same values (the images themselves stay as sent) #}
-            map_concat(p.before_map, map_filter(coalesce(p.key_values, cast(map() as map<string, string>)),
-                (k, v) -> not map_contains_key(p.before_map, k))) as before_values,
-            map_concat(p.after_map, map_filter(coalesce(p.key_values, cast(map() as map<string, string>)),
-                (k, v) -> not map_contains_key(p.after_map, k))) as after_values,
+            {%- for image in ['before', 'after'] %}
+            case
+                {#- the image holds every key column (nearly always): itself, without the lambda
+                    (Spark evaluates lambdas outside its generated code) #}
+                when p.key_values is null
+                    or size(array_except(map_keys(p.key_values), map_keys(p.{{ image }}_map))) = 0
+                    then p.{{ image }}_map
+                else map_concat(p.{{ image }}_map, map_filter(p.key_values,
+                    (k, v) -> not map_contains_key(p.{{ image }}_map, k)))
+            end as {{ image }}_values,
+            {%- endfor %}
             {#- storeDataSequence is {seconds}{increment}: split after the ten digits of the seconds #}
             case when p.vendor_op <> 'ROW' then
                 case when length(p.seq_digits) > 10 then left(p.seq_digits, 10) else p.seq_digits end
@@ -105,11 +112,15 @@
                 m.*,
                 case
                     when m.vendor_op in ('DDL', 'HEARTBEAT') then null
-                    else map_filter(m.pre_map_raw, (k, v) -> k <> '__light_type')
+                    when map_contains_key(m.pre_map_raw, '__light_type')
+                        then map_filter(m.pre_map_raw, (k, v) -> k <> '__light_type')
+                    else m.pre_map_raw
                 end as before_map,
                 case
                     when m.vendor_op in ('DDL', 'HEARTBEAT') then null
-                    else map_filter(m.post_map_raw, (k, v) -> k <> '__light_type')
+                    when map_contains_key(m.post_map_raw, '__light_type')
+                        then map_filter(m.post_map_raw, (k, v) -> k <> '__light_type')
+                    else m.post_map_raw
                 end as after_map,
                 case when size(m.key_names) > 0 then m.key_names else cast(array() as array<string>) end as key_columns,
                 {#- map_from_arrays fails the query on a length mismatch or a repeated name: check first #}
