@@ -33,9 +33,7 @@
         {{ return(result) }}
     {%- endif -%}
     {%- if incremental -%}
-        {%- set watermark = run_query(
-            'select cast(max(ingested_at) as string) as after from ' ~ this
-        ).rows[0]['after'] -%}
+        {%- set watermark = cdc_watermark_value('ingested_at') -%}
         {%- do result.update({'after': watermark}) -%}
     {%- endif -%}
     {%- set query -%}

@@ -9,14 +9,58 @@
     {%- if not execute -%}
         {{ return('(select coalesce(max(' ~ column ~ '), ' ~ fallback ~ ') from ' ~ this ~ ')') }}
     {%- endif -%}
-    {%- set newest = run_query('select cast(max(' ~ column ~ ') as string) as newest from ' ~ this).rows[0]['newest'] -%}
+    {%- set newest = cdc_watermark_value(column) -%}
     {{ return(fallback if newest is none else "timestamp '" ~ newest ~ "'") }}
+{%- endmacro %}
+
+{% macro cdc_watermark_value(column='ingested_at') -%}
+    {#-
+        The newest `column` already in this model's table, as a string (none when empty). Read
+        from the table's last commit when the model's own write recorded it there
+        (cdc_record_watermark): one small file of the Delta log instead of a scan of the
+        column, whose cost grows with the table (the MERGEs leave deletion vectors, so Delta
+        cannot answer max() from file statistics). Any other last commit (an OPTIMIZE, a
+        user's DELETE, another model's metadata, a write that recorded nothing) falls back to
+        the scan.
+    -#}
+    {%- set last_commit = run_query('describe history ' ~ this ~ ' limit 1').rows -%}
+    {%- if last_commit and last_commit[0]['operation'] in ('MERGE', 'WRITE') and last_commit[0]['userMetadata'] -%}
+        {%- set recorded = fromjson(last_commit[0]['userMetadata'], {}) -%}
+        {%- set mark = recorded.get('cdc_lakehouse_watermark') if recorded is mapping else none -%}
+        {%- if mark is mapping and mark.get('table') == (this | string) and mark.get('ingested_at') -%}
+            {{ return(mark['ingested_at']) }}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(run_query('select cast(max(' ~ column ~ ') as string) as newest from ' ~ this).rows[0]['newest']) }}
+{%- endmacro %}
+
+{% macro cdc_record_watermark(ingested_at) -%}
+    {#-
+        Have this model's write commit `ingested_at` (a string: the newest ingest time it
+        consumes) as its Delta commit's user metadata, for cdc_watermark_value to read at the
+        next run. Sets the session's spark.databricks.delta.commitInfo.userMetadata at compile
+        time, right before the model's statements run; the model's post-hook
+        cdc_forget_watermark() unsets it. The model must then read nothing newer than
+        `ingested_at`. The table's name and the operation (MERGE, WRITE) in the reader's check
+        keep a value that outlived a failed model out of any other table.
+    -#}
+    {%- if execute and ingested_at is not none -%}
+        {%- set value = tojson({'cdc_lakehouse_watermark': {'table': this | string, 'ingested_at': ingested_at}}) -%}
+        {%- do run_query('set spark.databricks.delta.commitInfo.userMetadata = ' ~ value) -%}
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro cdc_forget_watermark() -%}
+    {#- post-hook of a model that called cdc_record_watermark: later commits record nothing -#}
+    reset spark.databricks.delta.commitInfo.userMetadata
 {%- endmacro %}
 
 {% macro cdc_new_change_counts(changes, watermark, latest_versions=none, broadcast_limit=250000) -%}
     {#-
         What the changes newer than `watermark` (SQL from cdc_watermark) hold, read at compile
-        time: {'changes': how many, 'truncations': how many truncates}; none outside execution
+        time: {'changes': how many, 'truncations': how many truncates, 'up_to': the newest
+        ingested_at among them, or the watermark's when there is none (a string: the model
+        reads up to it and records it, cdc_record_watermark)}; none outside execution
         and on a first run (no watermark), when a model must assume anything. A query over the
         new files of silver only (Delta skips the rest by ingested_at). Gold uses it to compile
         its truncation branch as empty when there is no truncate (Spark then drops the scan of
@@ -40,9 +84,10 @@
         (select * from {{ changes }} where ingested_at > {{ watermark }})
     {%- endset -%}
     {%- set row = run_query(
-        'select count(*) as changes, count_if(op = \'t\') as truncations from ' ~ new_changes ~ ' as new_changes'
+        'select count(*) as changes, count_if(op = \'t\') as truncations, cast(coalesce(max(ingested_at), ' ~ watermark ~ ') as string) as up_to'
+        ~ ' from ' ~ new_changes ~ ' as new_changes'
     ).rows[0] -%}
-    {%- set counts = {'changes': row['changes'], 'truncations': row['truncations']} -%}
+    {%- set counts = {'changes': row['changes'], 'truncations': row['truncations'], 'up_to': row['up_to']} -%}
     {%- if latest_versions is none -%}
         {{ return(counts) }}
     {%- elif counts.changes == 0 or counts.changes > broadcast_limit -%}

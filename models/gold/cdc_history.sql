@@ -44,6 +44,8 @@
 {#- no truncate among the new changes: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = increment is none or increment.truncations > 0 %}
+{#- the MERGE's commit records what it consumed: the next run reads it, not max(ingested_at) #}
+{%- if increment is not none %}{% do cdc_record_watermark(increment.up_to) %}{% endif %}
 {#- every new change comes after its key's open version: only open versions can get an end #}
 {%- set open_only = increment is not none and increment.truncations == 0 and increment.late == 0 %}
 {#- a small increment's keys are broadcast to the scan of the stored versions, which then need
@@ -57,6 +59,7 @@
     merge_update_columns=['valid_to', 'next_apply_order', 'is_open', 'is_current'],
     partition_by=['is_open', 'is_current'],
     tblproperties={'delta.enableDeletionVectors': 'true'},
+    post_hook="{{ cdc_forget_watermark() }}",
 ) }}
 
 
@@ -65,6 +68,9 @@ with new_changes as (
     select * from {{ ref('cdc_changes') }}
     {%- if is_incremental() %}
     where ingested_at > {{ watermark }}
+    {%- if increment is not none %}
+        and ingested_at <= timestamp '{{ increment.up_to }}'
+    {%- endif %}
     {%- endif %}
 
 ),

@@ -11,6 +11,7 @@
     unique_key='state_key',
     merge_update_condition='DBT_INTERNAL_SOURCE.apply_order > DBT_INTERNAL_DEST.apply_order',
     tblproperties={'delta.enableDeletionVectors': 'true'},
+    post_hook="{{ cdc_forget_watermark() }}",
 ) }}
 
 {%- set truncate_marker = "'<truncate>'" %}
@@ -18,6 +19,8 @@
 {#- no truncate among the new changes: the branch that ends the keys a truncate finds is empty
     at compile time, so the stored keys are not scanned for it #}
 {%- set increment = cdc_new_change_counts(ref('cdc_changes'), watermark) %}
+{#- the MERGE's commit records what it consumed: the next run reads it, not max(ingested_at) #}
+{%- if increment is not none %}{% do cdc_record_watermark(increment.up_to) %}{% endif %}
 {%- set truncating = increment is none or increment.truncations > 0 %}
 
 with new_changes as (
@@ -25,6 +28,9 @@ with new_changes as (
     select * from {{ ref('cdc_changes') }}
     {%- if is_incremental() %}
     where ingested_at > {{ watermark }}
+    {%- if increment is not none %}
+        and ingested_at <= timestamp '{{ increment.up_to }}'
+    {%- endif %}
     {%- endif %}
 
 ),

@@ -14,6 +14,7 @@
     tblproperties={
         'delta.dataSkippingStatsColumns': 'ingested_at,source_format,source_table,kafka_topic',
     },
+    post_hook="{{ cdc_forget_watermark() }}",
 ) }}
 {#- Statistics only on the columns readers filter by: downstream models skip files by
     ingested_at, and min/max of the long image and raw-value columns would only cost time. #}
@@ -30,6 +31,8 @@
     {%- do parsed_formats.append(format_id) -%}
 {%- endfor %}
 {%- set plan = cdc_new_records(is_incremental()) -%}
+{#- the append's commit records what it consumed: the next run reads it, not max(ingested_at) #}
+{%- if is_incremental() %}{% do cdc_record_watermark(plan.up_to or plan.after) %}{% endif -%}
 {%- set parsers = {} -%}
 {%- for format_id, parser in cdc_formats().items() if format_id in parsed_formats -%}
     {%- if plan.formats is none or format_id in plan.formats -%}

@@ -1,9 +1,11 @@
 """gold.cdc_history across increments: in order (the open partition alone is read and MERGEd),
 with nothing new (an empty MERGE source) and with a late change (every stored version of its
-key), checked version by version."""
+key), checked version by version. And the watermarks the incremental models leave in their
+Delta commits for the next run to read."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cdc_messages import DebeziumTable
@@ -115,3 +117,78 @@ def test_history_of_an_earlier_layout_asks_for_a_full_refresh(lakehouse):
         "select get_json_object(row, '$.v') as v from gold.cdc_history "
         "where source_table = 'hist_old' and is_open order by apply_order"
     )] == ["b"]
+
+
+WATERMARKED = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_key_state")
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def _recorded(lakehouse, table: str) -> dict | None:
+    """The watermark the table's last commit recorded, or None."""
+    metadata = lakehouse.rows(f"describe history {table} limit 1")[0]["userMetadata"]
+    return json.loads(metadata)["cdc_lakehouse_watermark"] if metadata else None
+
+
+def _commit_with_metadata(lakehouse, table: str, metadata: dict, statement: str | None = None) -> None:
+    """A commit to ``table`` carrying ``metadata``, as a failed model's leftover setting would
+    give it: ``statement``, else a MERGE that writes every row again as it is (a write that
+    changes nothing does not commit)."""
+    key = "version_id" if table == "gold.cdc_history" else "state_key"
+    lakehouse.spark.sql(f"set {USER_METADATA} = {json.dumps(metadata)}")
+    try:
+        lakehouse.spark.sql(statement or f"merge into {table} as t using {table} as s on t.{key} = s.{key} "
+                                         "when matched then update set *")
+    finally:
+        lakehouse.spark.sql(f"reset {USER_METADATA}")
+
+
+def _compiled_watermark(model: str) -> str:
+    text = (COMPILED / f"{model}.sql").read_text()
+    return text.split("where ingested_at > timestamp '", 1)[1].split("'", 1)[0]
+
+
+def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
+    t = DebeziumTable("dbserver1", "inventory", "hist_mark", ["id"])
+    row = {"id": 1, "v": "a"}
+    messages = [t.insert(row), t.update(row, {**row, "v": "b"}), t.update({**row, "v": "b"}, {**row, "v": "c"}),
+                t.update({**row, "v": "c"}, {**row, "v": "d"})]
+    lakehouse.ingest(t.envelopes(messages[:1], first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+    lakehouse.ingest(t.envelopes(messages[1:2], first_offset=1), fmt="debezium-json")
+    lakehouse.build(tests=False)
+
+    # each incremental write recorded the newest ingest time it consumed, and left the
+    # session's commits recording nothing after it
+    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
+    for table in WATERMARKED:
+        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": newest}, table
+    assert lakehouse.spark.conf.get(USER_METADATA, None) is None
+
+    # the next run reads it: an earlier recorded watermark (one the model wrote itself) is
+    # what the next build's filter uses, and reading a change again changes nothing
+    earlier = "2001-01-01 00:00:00"
+    _commit_with_metadata(lakehouse, "gold.cdc_key_state",
+                          {"cdc_lakehouse_watermark": {"table": "gold.cdc_key_state", "ingested_at": earlier}})
+    # a watermark naming another table (a failed model's leftover setting) is not trusted:
+    # this one would hide every later change of the history
+    future = {"table": "gold.cdc_key_state", "ingested_at": "2999-01-01 00:00:00"}
+    _commit_with_metadata(lakehouse, "gold.cdc_history", {"cdc_lakehouse_watermark": future})
+    lakehouse.ingest(t.envelopes(messages[2:3], first_offset=2), fmt="debezium-json")
+    lakehouse.build(tests=False)
+    assert _compiled_watermark("cdc_key_state") == earlier
+    assert _compiled_watermark("cdc_history") == newest
+    assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "c"}}
+    history = lakehouse.rows("select get_json_object(row, '$.v') as v, is_open from gold.cdc_history "
+                             "where source_table = 'hist_mark' order by apply_order")
+    assert [(r["v"], r["is_open"]) for r in history] == [("a", False), ("b", False), ("c", True)]
+
+    # a last commit by anything but the model's MERGE or append (here a property set by hand,
+    # even one carrying a watermark of the table) falls back to reading the table
+    _commit_with_metadata(lakehouse, "gold.cdc_key_state",
+                          {"cdc_lakehouse_watermark": {"table": "gold.cdc_key_state", "ingested_at": earlier}},
+                          "alter table gold.cdc_key_state set tblproperties ('cdc_lakehouse.test' = 'yes')")
+    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from gold.cdc_key_state")[0]["t"]
+    lakehouse.ingest(t.envelopes(messages[3:], first_offset=3), fmt="debezium-json")
+    lakehouse.build()
+    assert _compiled_watermark("cdc_key_state") == newest
+    assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "d"}}
