@@ -194,7 +194,7 @@ def model_seconds() -> dict[str, float]:
         results = json.loads((PROJECT / "target" / "run_results.json").read_text(encoding="utf-8"))["results"]
     except (OSError, KeyError, ValueError):
         return {}
-    return {r["unique_id"].split(".", 1)[1]: round(r["execution_time"], 1) for r in results}
+    return {r["unique_id"].rsplit(".", 1)[-1]: round(r["execution_time"], 1) for r in results}
 
 
 def check_answer(when: str, expected: dict[str, int], env: dict[str, str], problems: list[str]) -> int:
