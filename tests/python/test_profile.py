@@ -13,7 +13,7 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from conftest import PROJECT
+from conftest import PROJECT, InProcessLakehouse
 from lakehouse.session import spark_conf, uses_derby
 
 #: Spark's reference to the driver's working directory; dbt runs in the repo root.
@@ -127,3 +127,11 @@ def test_lakehouse_dirs_are_disjoint(tmp_path: Path, monkeypatch: pytest.MonkeyP
     a, b = spark_conf(tmp_path / "a"), spark_conf(tmp_path / "b")
     for key in ("spark.sql.warehouse.dir", "spark.driver.extraJavaOptions"):
         assert a[key] != b[key] and str(tmp_path / "a") in a[key]
+
+
+def test_the_driver_runs_the_throughput_collector(_shared_lakehouse: InProcessLakehouse) -> None:
+    """The setting reaches the JVM: its collectors are the parallel ones, not G1's."""
+    jvm = _shared_lakehouse.spark.sparkContext._jvm
+    assert jvm is not None
+    names = {bean.getName() for bean in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
+    assert names == {"PS Scavenge", "PS MarkSweep"}, names
