@@ -41,7 +41,7 @@
             select topic, format, key, value, ingested_at
             from {{ bronze }}
             {%- if result.after is not none %}
-            where ingested_at > timestamp '{{ result.after }}'
+            where {{ cdc_newer_than('ingested_at', "timestamp '" ~ result.after ~ "'") }}
             {%- endif %}
         ),
 

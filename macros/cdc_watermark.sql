@@ -13,6 +13,31 @@
     {{ return(fallback if newest is none else "timestamp '" ~ newest ~ "'") }}
 {%- endmacro %}
 
+{% macro cdc_newer_than(column, watermark) -%}
+    {#-
+        SQL: `column` is newer than `watermark` (SQL from cdc_watermark, e.g. timestamp '...').
+        Delta keeps timestamps in its file statistics to the millisecond and reads a file's
+        maximum as one millisecond later than that, so `column > W`, W the newest time already
+        consumed, cannot skip the files of the batch W came from: after a first build, the
+        whole initial load is read again by the next build. The loader stamps its batches on a
+        grid of even milliseconds (lakehouse.bronze), so when W lies on it, `column > W` is
+        `column >= W + 2 ms`, which the statistics decide (W's files read as at most W + 1 ms):
+        that bound is added. A W off the grid (a batch landed by an earlier loader) gets the
+        plain comparison only.
+    -#}
+    {%- set literal = modules.re.match("^timestamp '([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.]([0-9]{1,6}))?'$", watermark | trim) -%}
+    {%- set predicate = column ~ ' > ' ~ watermark -%}
+    {%- if literal -%}
+        {%- set micros = ((literal.group(2) or '') ~ '000000')[:6] -%}
+        {%- if (micros | int) % 2000 == 0 -%}
+            {%- set stamp = modules.datetime.datetime.strptime(literal.group(1) ~ '.' ~ micros, '%Y-%m-%d %H:%M:%S.%f') -%}
+            {%- set next_stamp = stamp + modules.datetime.timedelta(milliseconds=2) -%}
+            {%- set predicate = predicate ~ ' and ' ~ column ~ " >= timestamp '" ~ next_stamp.strftime('%Y-%m-%d %H:%M:%S.%f')[:-3] ~ "'" -%}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(predicate) }}
+{%- endmacro %}
+
 {% macro cdc_watermark_value(column='ingested_at') -%}
     {#-
         The newest `column` already in this model's table, as a string (none when empty). Read
@@ -81,7 +106,7 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set new_changes -%}
-        (select * from {{ changes }} where ingested_at > {{ watermark }})
+        (select * from {{ changes }} where {{ cdc_newer_than('ingested_at', watermark) }})
     {%- endset -%}
     {%- set row = run_query(
         'select count(*) as changes, count_if(op = \'t\') as truncations, cast(coalesce(max(ingested_at), ' ~ watermark ~ ') as string) as up_to'

@@ -231,15 +231,20 @@ def _stamped(batch: DataFrame, fmt: str | None, source: str, batch_id: str) -> D
     """The batch as bronze rows: record columns and the batch's stamps.
 
     ``ingested_at`` is one literal for the whole batch, taken here, so every record of the
-    batch carries the same value whatever plan Delta picks for the MERGE.
+    batch carries the same value whatever plan Delta picks for the MERGE. It lies on a grid of
+    even milliseconds: Delta's file statistics keep milliseconds and read a file's newest stamp
+    as up to one millisecond later, so a build that has consumed up to a stamp reads on from
+    two milliseconds after it (macro ``cdc_newer_than``), and Delta skips every file of the
+    batches before by their statistics alone.
     """
     from pyspark.sql import functions as F
 
+    now = datetime.now(timezone.utc)
     return batch.select(
         *RECORD_COLUMNS,
         F.lit(fmt).cast("string").alias("format"),
         F.lit(source).alias("source"),
-        F.lit(datetime.now(timezone.utc)).cast("timestamp").alias("ingested_at"),
+        F.lit(now.replace(microsecond=now.microsecond // 2000 * 2000)).cast("timestamp").alias("ingested_at"),
         F.lit(batch_id).alias("batch_id"),
     )
 

@@ -27,7 +27,7 @@ with new_changes as (
 
     select * from {{ ref('cdc_changes') }}
     {%- if is_incremental() %}
-    where ingested_at > {{ watermark }}
+    where {{ cdc_newer_than('ingested_at', watermark) }}
     {%- if increment is not none %}
         and ingested_at <= timestamp '{{ increment.up_to }}'
     {%- endif %}

@@ -6,6 +6,7 @@ Delta commits for the next run to read."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from cdc_messages import DebeziumTable
@@ -142,6 +143,26 @@ def _commit_with_metadata(lakehouse, table: str, metadata: dict, statement: str 
         lakehouse.spark.sql(f"reset {USER_METADATA}")
 
 
+def _compiled_newer_than(model: str) -> str:
+    """The filter by which the last compiled ``model`` ("silver/cdc_parsed") read what is new."""
+    text = (COMPILED.parent / f"{model}.sql").read_text()
+    return re.search(r"ingested_at > timestamp '[^']*'(?:\s+and ingested_at >= timestamp '[^']*')?", text)[0]
+
+
+def _scanned_rows(lakehouse, table: str, predicate: str) -> int:
+    """Rows the table's scans read for ``predicate``, before the filter: the rows of the files
+    that Delta could not skip."""
+    df = lakehouse.spark.sql(f"select * from {table} where {predicate}")
+    df.collect()
+    rows, plans = 0, [df._jdf.queryExecution().executedPlan()]
+    while plans:
+        plan = plans.pop()
+        if plan.nodeName().startswith("Scan"):
+            rows += plan.metrics().get("numOutputRows").get().value()
+        plans.extend(plan.children().apply(i) for i in range(plan.children().size()))
+    return rows
+
+
 def _compiled_watermark(model: str) -> str:
     text = (COMPILED / f"{model}.sql").read_text()
     return text.split("where ingested_at > timestamp '", 1)[1].split("'", 1)[0]
@@ -163,6 +184,22 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     for table in WATERMARKED:
         assert _recorded(lakehouse, table) == {"table": table, "ingested_at": newest}, table
     assert lakehouse.spark.conf.get(USER_METADATA, None) is None
+
+    # the loader stamps even milliseconds, so the second build read on from two milliseconds
+    # after the first batch's stamp, and Delta skipped the first batch's files by their
+    # statistics: the scans under the compiled filters read only the second batch's rows
+    stamps = [r["t"] for r in lakehouse.rows("select distinct cast(ingested_at as string) as t "
+                                             "from bronze.kafka_records order by t")]
+    assert len(stamps) == 2 and lakehouse.rows(
+        "select count_if(unix_micros(ingested_at) % 2000 <> 0) as n from bronze.kafka_records"
+    )[0]["n"] == 0
+    for model, table in (("silver/cdc_parsed", "bronze.kafka_records"), ("gold/cdc_history", "silver.cdc_changes"),
+                         ("gold/cdc_key_state", "silver.cdc_changes")):
+        predicate = _compiled_newer_than(model)
+        assert f"ingested_at > timestamp '{stamps[0]}'" in predicate, (model, predicate)
+        assert "ingested_at >= timestamp '" in predicate, (model, predicate)
+        second = lakehouse.rows(f"select count(*) as n from {table} where ingested_at = timestamp '{stamps[1]}'")
+        assert _scanned_rows(lakehouse, table, predicate) == second[0]["n"] > 0, model
 
     # the next run reads it: an earlier recorded watermark (one the model wrote itself) is
     # what the next build's filter uses, and reading a change again changes nothing
