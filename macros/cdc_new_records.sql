@@ -33,16 +33,13 @@
         {{ return(result) }}
     {%- endif -%}
     {%- if incremental -%}
-        {%- set watermark = cdc_watermark_value('ingested_at') -%}
-        {%- do result.update({'after': watermark}) -%}
+        {%- do result.update({'after': cdc_watermark('ingested_at')}) -%}
     {%- endif -%}
     {%- set query -%}
         with new_records as (
             select topic, format, key, value, ingested_at
             from {{ bronze }}
-            {%- if result.after is not none %}
-            where {{ cdc_newer_than('ingested_at', "timestamp '" ~ result.after ~ "'") }}
-            {%- endif %}
+            where {{ cdc_newer_than('ingested_at', result.after) }}
         ),
 
         routed as (

@@ -1,53 +1,21 @@
 {% macro cdc_watermark(column='ingested_at') -%}
     {#-
-        SQL for "the newest `column` already in this incremental model", as a literal read at
-        compile time: Delta skips every file of the upstream table whose statistics say it holds
-        nothing newer, which it cannot do with a scalar subquery in the filter. Outside
-        execution (parsing, docs, lint) the subquery itself is returned.
-    -#}
-    {%- set fallback = "timestamp '1970-01-01'" -%}
-    {%- if not execute -%}
-        {{ return('(select coalesce(max(' ~ column ~ '), ' ~ fallback ~ ') from ' ~ this ~ ')') }}
-    {%- endif -%}
-    {%- set newest = cdc_watermark_value(column) -%}
-    {{ return(fallback if newest is none else "timestamp '" ~ newest ~ "'") }}
-{%- endmacro %}
+        The newest `column` already in this incremental model's table, read at compile time
+        (a string; none when the table is empty, and outside execution: parsing, docs, lint).
+        The model filters its upstream by it as a literal (cdc_newer_than): Delta skips every
+        file whose statistics say it holds nothing newer, which it cannot do with a scalar
+        subquery in the filter.
 
-{% macro cdc_newer_than(column, watermark) -%}
-    {#-
-        SQL: `column` is newer than `watermark` (SQL from cdc_watermark, e.g. timestamp '...').
-        Delta keeps timestamps in its file statistics to the millisecond and reads a file's
-        maximum as one millisecond later than that, so `column > W`, W the newest time already
-        consumed, cannot skip the files of the batch W came from: after a first build, the
-        whole initial load is read again by the next build. The loader stamps its batches on a
-        grid of even milliseconds (lakehouse.bronze), so when W lies on it, `column > W` is
-        `column >= W + 2 ms`, which the statistics decide (W's files read as at most W + 1 ms):
-        that bound is added. A W off the grid (a batch landed by an earlier loader) gets the
-        plain comparison only.
-    -#}
-    {%- set literal = modules.re.match("^timestamp '([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.]([0-9]{1,6}))?'$", watermark | trim) -%}
-    {%- set predicate = column ~ ' > ' ~ watermark -%}
-    {%- if literal -%}
-        {%- set micros = ((literal.group(2) or '') ~ '000000')[:6] -%}
-        {%- if (micros | int) % 2000 == 0 -%}
-            {%- set stamp = modules.datetime.datetime.strptime(literal.group(1) ~ '.' ~ micros, '%Y-%m-%d %H:%M:%S.%f') -%}
-            {%- set next_stamp = stamp + modules.datetime.timedelta(milliseconds=2) -%}
-            {%- set predicate = predicate ~ ' and ' ~ column ~ " >= timestamp '" ~ next_stamp.strftime('%Y-%m-%d %H:%M:%S.%f')[:-3] ~ "'" -%}
-        {%- endif -%}
-    {%- endif -%}
-    {{ return(predicate) }}
-{%- endmacro %}
-
-{% macro cdc_watermark_value(column='ingested_at') -%}
-    {#-
-        The newest `column` already in this model's table, as a string (none when empty). Read
-        from the table's last commit when the model's own write recorded it there
+        Read from the table's last commit when the model's own write recorded it there
         (cdc_record_watermark): one small file of the Delta log instead of a scan of the
         column, whose cost grows with the table (the MERGEs leave deletion vectors, so Delta
         cannot answer max() from file statistics). Any other last commit (an OPTIMIZE, a
         user's DELETE, another model's metadata, a write that recorded nothing) falls back to
         the scan.
     -#}
+    {%- if not execute -%}
+        {{ return(none) }}
+    {%- endif -%}
     {%- set last_commit = run_query('describe history ' ~ this ~ ' limit 1').rows -%}
     {%- if last_commit and last_commit[0]['operation'] in ('MERGE', 'WRITE') and last_commit[0]['userMetadata'] -%}
         {%- set recorded = fromjson(last_commit[0]['userMetadata'], {}) -%}
@@ -59,10 +27,39 @@
     {{ return(run_query('select cast(max(' ~ column ~ ') as string) as newest from ' ~ this).rows[0]['newest']) }}
 {%- endmacro %}
 
+{% macro cdc_newer_than(column, newest) -%}
+    {#-
+        SQL: `column` is newer than `newest` (a watermark from cdc_watermark: a timestamp as a
+        string; none, nothing consumed yet, lets everything through). Delta keeps timestamps
+        in its file statistics to the millisecond and reads a file's maximum as one
+        millisecond later than that, so `column > W`, W the newest time already consumed,
+        cannot skip the files of the batch W came from: after a first build, the whole
+        initial load is read again by the next build. The loader stamps its batches on a grid
+        of even milliseconds (lakehouse.bronze), so when W lies on it, `column > W` is `column
+        >= W + 2 ms`, which the statistics decide (W's files read as at most W + 1 ms): that
+        bound is added. A W off the grid (a batch landed by an earlier loader) gets the plain
+        comparison only.
+    -#}
+    {%- if newest is none -%}
+        {{ return('true') }}
+    {%- endif -%}
+    {%- set predicate = column ~ " > timestamp '" ~ newest ~ "'" -%}
+    {%- set parts = modules.re.match('^([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.]([0-9]{1,6}))?$', newest) -%}
+    {%- if parts -%}
+        {%- set micros = ((parts.group(2) or '') ~ '000000')[:6] -%}
+        {%- if (micros | int) % 2000 == 0 -%}
+            {%- set stamp = modules.datetime.datetime.strptime(parts.group(1) ~ '.' ~ micros, '%Y-%m-%d %H:%M:%S.%f') -%}
+            {%- set next_stamp = stamp + modules.datetime.timedelta(milliseconds=2) -%}
+            {%- set predicate = predicate ~ ' and ' ~ column ~ " >= timestamp '" ~ next_stamp.strftime('%Y-%m-%d %H:%M:%S.%f')[:-3] ~ "'" -%}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(predicate) }}
+{%- endmacro %}
+
 {% macro cdc_record_watermark(ingested_at) -%}
     {#-
         Have this model's write commit `ingested_at` (a string: the newest ingest time it
-        consumes) as its Delta commit's user metadata, for cdc_watermark_value to read at the
+        consumes) as its Delta commit's user metadata, for cdc_watermark to read at the
         next run. Sets the session's spark.databricks.delta.commitInfo.userMetadata at compile
         time, right before the model's statements run; the model's post-hook
         cdc_forget_watermark() unsets it. The model must then read nothing newer than
@@ -82,11 +79,11 @@
 
 {% macro cdc_new_change_counts(changes, watermark, latest_versions=none, broadcast_limit=250000) -%}
     {#-
-        What the changes newer than `watermark` (SQL from cdc_watermark) hold, read at compile
+        What the changes newer than `watermark` (cdc_watermark's string) hold, read at compile
         time: {'changes': how many, 'truncations': how many truncates, 'up_to': the newest
-        ingested_at among them, or the watermark's when there is none (a string: the model
-        reads up to it and records it, cdc_record_watermark)}; none outside execution
-        and on a first run (no watermark), when a model must assume anything. A query over the
+        ingested_at among them, or the watermark when there is none (a string: the model
+        reads up to it and records it, cdc_record_watermark)}; none outside execution and
+        without a watermark (a first run, an empty table), when a model must assume anything. A query over the
         new files of silver only (Delta skips the rest by ingested_at). Gold uses it to compile
         its truncation branch as empty when there is no truncate (Spark then drops the scan of
         the stored keys that only a truncate needs) and to broadcast the keys of a small
@@ -109,7 +106,7 @@
         (select * from {{ changes }} where {{ cdc_newer_than('ingested_at', watermark) }})
     {%- endset -%}
     {%- set row = run_query(
-        'select count(*) as changes, count_if(op = \'t\') as truncations, cast(coalesce(max(ingested_at), ' ~ watermark ~ ') as string) as up_to'
+        'select count(*) as changes, count_if(op = \'t\') as truncations, coalesce(cast(max(ingested_at) as string), ' ~ cdc_sql_string(watermark) ~ ') as up_to'
         ~ ' from ' ~ new_changes ~ ' as new_changes'
     ).rows[0] -%}
     {%- set counts = {'changes': row['changes'], 'truncations': row['truncations'], 'up_to': row['up_to']} -%}

@@ -45,7 +45,7 @@ with new_records as (
     select * from {{ source('bronze', 'kafka_records') }}
     where true
     {%- if plan.after is not none %}
-        and {{ cdc_newer_than('ingested_at', "timestamp '" ~ plan.after ~ "'") }}
+        and {{ cdc_newer_than('ingested_at', plan.after) }}
     {%- elif is_incremental() %}
         and ingested_at > (
             select coalesce(max(ingested_at), timestamp '1970-01-01') from {{ this }}
