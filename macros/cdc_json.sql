@@ -92,3 +92,18 @@
     {#- A map of marked values -> exact JSON object text (numbers unquoted again). -#}
     {{ cdc_unmark_json('to_json(' ~ value_map ~ ')') }}
 {%- endmacro %}
+
+{% macro cdc_image_shape(image) -%}
+    {#- A JSON object text -> its shape: a JSON object with the same members in the same order,
+        each null where the image's is and 1 elsewhere, so that from_json(shape,
+        'map<string,string>') has the image's keys and nulls. Images that share their columns
+        share a shape, and a model that needs only which columns an image has groups by the
+        shape before parsing anything. The JVM function (JsonShapes) scans the bytes once; the
+        regular SQL parses the image into a map and writes the shape back: the same text for
+        strict JSON, and whatever Spark's reader makes of anything else. -#}
+    {%- if cdc_jvm_functions() %}
+    cdc_lakehouse.json.shape({{ image }})
+    {%- else %}
+    to_json(transform_values(from_json({{ image }}, 'map<string,string>'), (col, val) -> case when val is not null then 1 end))
+    {%- endif %}
+{%- endmacro %}

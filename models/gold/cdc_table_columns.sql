@@ -28,46 +28,52 @@ with new_changes as (
 
 ),
 
-change_values as (
+image_shapes as (
 
-    {#- each image parsed once: its columns in message order and those without a value #}
+    {#- millions of changes share a handful of shapes per table (the same columns, types and
+        null columns): an image's shape (cdc_image_shape: its columns in order, null or not) is
+        taken in one pass over its text, and changes are grouped by it before anything is
+        parsed #}
     select
         source_format,
         source_database,
         source_schema,
         source_table,
         column_types,
-        map_keys(image_values) as column_names,
-        map_keys(map_filter(image_values, (col, val) -> val is null)) as null_columns,
-        apply_order,
-        ingested_at
+        image_shape,
+        min(apply_order) as first_order,
+        max(apply_order) as last_order,
+        max(ingested_at) as last_ingested_at
     from (
         select
             *,
-            from_json(after_image, 'map<string,string>') as image_values
+            {{ cdc_image_shape('after_image') }} as image_shape
         from new_changes
-    ) as parsed
+    ) as shaped
+    group by source_format, source_database, source_schema, source_table, column_types, image_shape
 
 ),
 
 change_shapes as (
 
-    {#- millions of changes share a handful of shapes per table (the same columns, types and
-        null columns): columns are exploded per shape, not per change #}
+    {#- each shape parsed once: its columns in message order and those without a value #}
     select
         source_format,
         source_database,
         source_schema,
         source_table,
         column_types,
-        column_names,
-        null_columns,
-        min(apply_order) as first_order,
-        max(apply_order) as last_order,
-        max(ingested_at) as last_ingested_at
-    from change_values
-    group by
-        source_format, source_database, source_schema, source_table, column_types, column_names, null_columns
+        map_keys(shape_values) as column_names,
+        map_keys(map_filter(shape_values, (col, val) -> val is null)) as null_columns,
+        first_order,
+        last_order,
+        last_ingested_at
+    from (
+        select
+            *,
+            from_json(image_shape, 'map<string,string>') as shape_values
+        from image_shapes
+    ) as parsed
 
 ),
 

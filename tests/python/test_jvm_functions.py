@@ -107,3 +107,57 @@ def test_adjacent_tokens_stay_invalid_json(texts):
     assert jvm == r'{"a": "\u00001""\u0000true", "nul": "\u0000"}'
     parsed = texts.createDataFrame([(jvm,)], "text string").selectExpr("from_json(text, 'map<string,string>') as m")
     assert parsed.first()["m"] is None
+
+
+#: Images whose shape must parse as they do: strict JSON, and what only Spark's lenient reader takes.
+SHAPE_TEXTS = [
+    ("flat", '{"id": 7, "name": "x", "note": null, "ok": false}'),
+    ("nested values", '{"doc": {"a": [1, {"b": null}], "c": "}"}, "arr": [], "obj": {}, "n": null}'),
+    ("escaped names", r'{"a\"b": 1, "\u00e9": null, "k\\": "v"}'),
+    ("an empty object", "{}"),
+    ("spaced", ' {\t"a" : null ,\n "b" : -0.5e-3 } \n'),
+    ("a key with an escape", r'{"ab": 1, "a\u0062c": 2}'),
+    ("single quotes", "{'a': 1, 'b': null}"),
+    ("NaN", '{"a": NaN, "b": null}'),
+    ("a leading zero", '{"a": 01, "b": null}'),
+    ("after the object", '{"a": 1} x'),
+    ("a raw control character", '{"a": "x\u0001y", "b": null}'),
+    ("an invalid escape", r'{"a": "\x", "b": null}'),
+    ("an array", "[1, 2]"),
+    ("a trailing comma", '{"a": 1,}'),
+]
+
+
+def _keys_and_nulls(spark, expression: str, jvm: bool) -> dict[str, tuple]:
+    """Per text: the keys of from_json(expression) in order, and those whose value is null."""
+    query = _compiled_expression(expression, jvm).replace("select", "select name,", 1)
+    # the keys' order from SQL: Python receives a map as a dict built from a hash map
+    parsed = spark.sql(
+        "select name, map_keys(m) as keys, map_keys(map_filter(m, (k, v) -> v is null)) as nulls "
+        f"from (select name, from_json(out, 'map<string,string>') as m from ({query}))").collect()
+    return {r["name"]: None if r["keys"] is None else (r["keys"], r["nulls"]) for r in parsed}
+
+
+def test_a_shape_parses_to_the_keys_and_nulls_of_its_image(texts):
+    texts.createDataFrame(TEXTS + SHAPE_TEXTS + [("null", None)], "name string, text string") \
+        .createOrReplaceTempView("texts")
+    try:
+        images = _keys_and_nulls(texts, "'text'", jvm=True)
+        jvm = _keys_and_nulls(texts, "cdc_image_shape('text')", jvm=True)
+        portable = _keys_and_nulls(texts, "cdc_image_shape('text')", jvm=False)
+        shapes = _outputs(texts, "cdc_image_shape('text')", jvm=True)
+    finally:
+        texts.createDataFrame(TEXTS + [("null", None)], "name string, text string").createOrReplaceTempView("texts")
+    assert jvm == images
+    assert portable == images
+    assert images["nested values"] == (["doc", "arr", "obj", "n"], ["n"])
+    assert images["single quotes"] == (["a", "b"], ["b"])  # Spark's reader takes it: the JVM hands the text on
+    # strict JSON becomes its small shape; anything else is handed on as it is
+    assert shapes["flat"] == '{"id":1,"name":1,"note":null,"ok":1}'
+    assert shapes["escaped names"] == r'{"a\"b":1,"\u00e9":null,"k\\":1}'
+    assert shapes["an empty object"] == "{}"
+    assert shapes["spaced"] == '{"a":null,"b":1}'
+    for name in ("single quotes", "NaN", "a leading zero", "after the object", "a raw control character",
+                 "an invalid escape", "an array", "a trailing comma", "unterminated string", "not an object"):
+        assert shapes[name] == dict(SHAPE_TEXTS + TEXTS)[name], name
+    assert shapes["null"] is None

@@ -18,7 +18,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * The project's JVM functions as a Spark function catalog: SQL calls them as
- * {@code cdc_lakehouse.json.mark(text)} and {@code cdc_lakehouse.json.unmark(text)} in a session
+ * {@code cdc_lakehouse.json.mark(text)}, {@code cdc_lakehouse.json.unmark(text)} and
+ * {@code cdc_lakehouse.json.shape(text)} in a session
  * with {@code spark.sql.catalog.cdc_lakehouse=cdc.lakehouse.JsonFunctions} and this jar on its
  * classpath (ingestion/lakehouse/session.py and profiles/profiles.yml set both).
  *
@@ -48,7 +49,9 @@ public final class JsonFunctions implements FunctionCatalog {
 
   @Override
   public Identifier[] listFunctions(String[] namespace) {
-    return new Identifier[] {Identifier.of(NAMESPACE, "mark"), Identifier.of(NAMESPACE, "unmark")};
+    return new Identifier[] {
+      Identifier.of(NAMESPACE, "mark"), Identifier.of(NAMESPACE, "unmark"), Identifier.of(NAMESPACE, "shape")
+    };
   }
 
   @Override
@@ -59,6 +62,9 @@ public final class JsonFunctions implements FunctionCatalog {
       }
       if (ident.name().equals("unmark")) {
         return new OneString(new Unmark());
+      }
+      if (ident.name().equals("shape")) {
+        return new OneString(new Shape());
       }
     }
     throw new NoSuchFunctionException(ident);
@@ -86,7 +92,7 @@ public final class JsonFunctions implements FunctionCatalog {
 
     @Override
     public String description() {
-      return bound.name() + "(string) -> string: the exact-JSON marking of macros/cdc_json.sql";
+      return bound.name() + "(string) -> string: exact JSON handling of macros/cdc_json.sql";
     }
 
     @Override
@@ -137,6 +143,21 @@ public final class JsonFunctions implements FunctionCatalog {
     @Override
     public String name() {
       return "unmark";
+    }
+  }
+
+  /** {@code cdc_lakehouse.json.shape(text)}: {@link JsonShapes#shape}. */
+  public static final class Shape extends StringToString {
+    private static final long serialVersionUID = 1L;
+
+    /** Spark's "magic method": called directly from generated code. */
+    public static UTF8String invoke(UTF8String text) {
+      return JsonShapes.shape(text);
+    }
+
+    @Override
+    public String name() {
+      return "shape";
     }
   }
 }
