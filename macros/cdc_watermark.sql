@@ -1,4 +1,4 @@
-{% macro cdc_watermark(column='ingested_at') -%}
+{% macro cdc_watermark(column='ingested_at', order_column='apply_order') -%}
     {#-
         The newest `column` already in this incremental model's table, read at compile time
         (a string; none when the table is empty, and outside execution: parsing, docs, lint).
@@ -12,6 +12,10 @@
         cannot answer max() from file statistics). Any other last commit (an OPTIMIZE, a
         user's DELETE, another model's metadata, a write that recorded nothing) falls back to
         the scan.
+
+        Either way it checks that the table's apply orders (`order_column`) are in the layout
+        this version writes (cdc_apply_order_layout): orders of two layouts do not compare, so
+        a table an earlier version wrote stops the run, saying how to rebuild it.
     -#}
     {%- if not execute -%}
         {{ return(none) }}
@@ -21,10 +25,28 @@
         {%- set recorded = fromjson(last_commit[0]['userMetadata'], {}) -%}
         {%- set mark = recorded.get('cdc_lakehouse_watermark') if recorded is mapping else none -%}
         {%- if mark is mapping and mark.get('table') == (this | string) and mark.get('ingested_at') -%}
+            {%- if mark.get('apply_order_layout') != cdc_apply_order_layout() -%}
+                {{ _cdc_earlier_layout() }}
+            {%- endif -%}
             {{ return(mark['ingested_at']) }}
         {%- endif -%}
     {%- endif -%}
-    {{ return(run_query('select cast(max(' ~ column ~ ') as string) as newest from ' ~ this).rows[0]['newest']) }}
+    {%- set newest = run_query(
+        'select cast(max(' ~ column ~ ') as string) as newest, (select ' ~ order_column ~ ' from ' ~ this
+        ~ ' where ' ~ order_column ~ ' is not null limit 1) as an_order from ' ~ this
+    ).rows[0] -%}
+    {%- if cdc_is_padded_apply_order(newest['an_order']) -%}
+        {{ _cdc_earlier_layout() }}
+    {%- endif -%}
+    {{ return(newest['newest']) }}
+{%- endmacro %}
+
+{% macro _cdc_earlier_layout() -%}
+    {{ exceptions.raise_compiler_error(
+        this ~ " holds apply orders in the layout of an earlier version of cdc-lakehouse, which do not compare"
+        ~ " with the ones this version writes: rebuild the lakehouse's models once with"
+        ~ " `lakehouse build --full-refresh` (bronze is kept; silver and gold are parsed again from it)"
+    ) }}
 {%- endmacro %}
 
 {% macro cdc_newer_than(column, newest) -%}
@@ -63,11 +85,13 @@
         next run. Sets the session's spark.databricks.delta.commitInfo.userMetadata at compile
         time, right before the model's statements run; the model's post-hook
         cdc_forget_watermark() unsets it. The model must then read nothing newer than
-        `ingested_at`. The table's name and the operation (MERGE, WRITE) in the reader's check
+        `ingested_at`. The layout of its apply orders is recorded with it. The table's name and the operation (MERGE, WRITE) in the reader's check
         keep a value that outlived a failed model out of any other table.
     -#}
     {%- if execute and ingested_at is not none -%}
-        {%- set value = tojson({'cdc_lakehouse_watermark': {'table': this | string, 'ingested_at': ingested_at}}) -%}
+        {%- set value = tojson({'cdc_lakehouse_watermark': {
+            'table': this | string, 'ingested_at': ingested_at, 'apply_order_layout': cdc_apply_order_layout(),
+        }}) -%}
         {%- do run_query('set spark.databricks.delta.commitInfo.userMetadata = ' ~ value) -%}
     {%- endif -%}
 {%- endmacro %}

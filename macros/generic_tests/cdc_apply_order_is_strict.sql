@@ -21,7 +21,15 @@ malformed as (
         'malformed apply order' as problem,
         1 as occurrences
     from changes
-    where apply_order is null or apply_order not rlike '^[01](\\.[0-9]{38}){3}\\.[0-9]{10}\\.[0-9]{20}\\.[0-9]{10}$'
+    {#- phase, then six parts, each its digit count (two digits) and that many digits, without
+        leading zeros (cdc_apply_order) #}
+    where
+        apply_order is null
+        or apply_order not rlike '^[01](\\.[0-9]{3,40}){6}$'
+        or exists(
+            slice(split(apply_order, '[.]'), 2, 6),
+            part -> length(part) != 2 + cast(left(part, 2) as int) or (length(part) > 3 and substr(part, 3, 1) = '0')
+        )
 
 ),
 

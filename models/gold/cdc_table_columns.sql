@@ -23,7 +23,7 @@ with new_changes as (
     select * from {{ ref('cdc_changes') }}
     where after_image is not null
     {%- if is_incremental() %}
-        and {{ cdc_newer_than('ingested_at', cdc_watermark('last_ingested_at')) }}
+        and {{ cdc_newer_than('ingested_at', cdc_watermark('last_ingested_at', 'last_seen_order')) }}
     {%- endif %}
 
 ),

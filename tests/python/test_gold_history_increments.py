@@ -182,7 +182,7 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     # session's commits recording nothing after it
     newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
     for table in WATERMARKED:
-        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": newest}, table
+        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": newest, "apply_order_layout": 2}, table
     assert lakehouse.spark.conf.get(USER_METADATA, None) is None
 
     # the loader stamps even milliseconds, so the second build read on from two milliseconds
@@ -204,8 +204,8 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     # the next run reads it: an earlier recorded watermark (one the model wrote itself) is
     # what the next build's filter uses, and reading a change again changes nothing
     earlier = "2001-01-01 00:00:00"
-    _commit_with_metadata(lakehouse, "gold.cdc_key_state",
-                          {"cdc_lakehouse_watermark": {"table": "gold.cdc_key_state", "ingested_at": earlier}})
+    _commit_with_metadata(lakehouse, "gold.cdc_key_state", {"cdc_lakehouse_watermark": {
+        "table": "gold.cdc_key_state", "ingested_at": earlier, "apply_order_layout": 2}})
     # a watermark naming another table (a failed model's leftover setting) is not trusted:
     # this one would hide every later change of the history
     future = {"table": "gold.cdc_key_state", "ingested_at": "2999-01-01 00:00:00"}
@@ -229,3 +229,49 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     lakehouse.build()
     assert _compiled_watermark("cdc_key_state") == newest
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "d"}}
+
+
+PADDED = r"^[01](\.[0-9]{38}){3}\.[0-9]{10}\.[0-9]{20}\.[0-9]{10}$"
+
+
+def _failed_build(*args: str) -> str:
+    """The messages of a ``dbt run`` expected to fail."""
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke(["run", *args, "--profiles-dir", str(PROJECT / "profiles"),
+                                 "--project-dir", str(PROJECT), "--quiet"])
+    assert not result.success
+    return " ".join(str(r.message) for r in (result.result or []))
+
+
+def test_apply_orders_of_the_padded_layout_ask_for_a_full_refresh(lakehouse):
+    t = DebeziumTable("dbserver1", "inventory", "hist_layout", ["id"])
+    row = {"id": 1, "v": "a"}
+    messages = [t.insert(row), t.update(row, {**row, "v": "b"}), t.update({**row, "v": "b"}, {**row, "v": "c"})]
+    lakehouse.ingest(t.envelopes(messages[:1], first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+    # digit counts and digits, in order, far shorter than the padded layout's 161 characters
+    orders = [r["apply_order"] for r in lakehouse.rows("select apply_order from silver.cdc_changes")]
+    assert orders and all(not re.match(PADDED, o) and len(o) < 60 for o in orders), orders
+
+    # an earlier version recorded its watermarks without a layout: its commit is not trusted
+    _commit_with_metadata(lakehouse, "gold.cdc_key_state", {"cdc_lakehouse_watermark": {
+        "table": "gold.cdc_key_state", "ingested_at": "2001-01-01 00:00:00"}})
+    # and a table whose last commit recorded nothing is read: a padded order gives it away
+    padded = "1." + ".".join(["0" * 38] * 3) + "." + "0" * 10 + "." + "0" * 19 + "1." + "0" * 10
+    assert re.match(PADDED, padded)
+    lakehouse.spark.sql(f"update gold.cdc_history set apply_order = '{padded}'")
+    lakehouse.ingest(t.envelopes(messages[1:2], first_offset=1), fmt="debezium-json")
+    for model in ("cdc_key_state", "cdc_history"):
+        message = _failed_build("--select", model)
+        assert f"gold.{model} holds apply orders in the layout of an earlier version" in message, message
+        assert "lakehouse build --full-refresh" in message, message
+
+    # the full refresh the message asks for rebuilds every model in the one layout
+    lakehouse.build("--full-refresh", tests=False)
+    lakehouse.ingest(t.envelopes(messages[2:], first_offset=2), fmt="debezium-json")
+    lakehouse.build()
+    assert lakehouse.current_state("hist_layout") == {("hist_layout", '{"id":1}'): {"id": "1", "v": "c"}}
+    for table in ("silver.cdc_changes", "gold.cdc_history", "gold.cdc_key_state"):
+        longest = lakehouse.rows(f"select max(length(apply_order)) as n from {table}")[0]["n"]
+        assert 20 < longest < 60, (table, longest)
