@@ -56,57 +56,11 @@ public final class JsonShapes {
     byte[] objectShape() {
       out = new byte[Math.min(b.length, 4096) + 16];
       skipSpace();
-      if (!at('{')) {
+      if (!at('{') || !object(0, true)) {
         return null;
       }
-      i++;
-      append('{');
       skipSpace();
-      if (at('}')) {
-        i++;
-      } else {
-        while (true) {
-          skipSpace();
-          int keyStart = i;
-          if (!at('"') || !string()) {
-            return null;
-          }
-          int keyEnd = i;
-          skipSpace();
-          if (!at(':')) {
-            return null;
-          }
-          i++;
-          skipSpace();
-          boolean isNull = startsWith(NULL);
-          if (!value(1)) {
-            return null;
-          }
-          if (len > 1) {
-            append(',');
-          }
-          append(b, keyStart, keyEnd);
-          append(':');
-          byte[] marker = isNull ? NULL : ONE;
-          append(marker, 0, marker.length);
-          skipSpace();
-          if (at(',')) {
-            i++;
-            continue;
-          }
-          if (at('}')) {
-            i++;
-            break;
-          }
-          return null;
-        }
-      }
-      skipSpace();
-      if (i != b.length) {
-        return null;
-      }
-      append('}');
-      return Arrays.copyOf(out, len);
+      return i == b.length ? Arrays.copyOf(out, len) : null;
     }
 
     private boolean at(char c) {
@@ -141,7 +95,7 @@ public final class JsonShapes {
         return string();
       }
       if (c == '{') {
-        return object(depth);
+        return object(depth, false);
       }
       if (c == '[') {
         return array(depth);
@@ -157,61 +111,80 @@ public final class JsonShapes {
       return true;
     }
 
-    private boolean object(int depth) {
+    /** An object at i; i after it. The outer one ({@code shape}) writes its members' shape. */
+    private boolean object(int depth, boolean shape) {
       i++;
-      skipSpace();
-      if (at('}')) {
-        i++;
-        return true;
+      if (shape) {
+        append('{');
       }
-      while (true) {
+      skipSpace();
+      int next = at('}') ? 0 : 1;
+      if (next == 0) {
+        i++;
+      }
+      while (next == 1) {
         skipSpace();
+        int keyStart = i;
         if (!at('"') || !string()) {
           return false;
         }
+        int keyEnd = i;
         skipSpace();
         if (!at(':')) {
           return false;
         }
         i++;
         skipSpace();
+        boolean isNull = startsWith(NULL);
         if (!value(depth + 1)) {
           return false;
         }
-        skipSpace();
-        if (at(',')) {
-          i++;
-        } else if (at('}')) {
-          i++;
-          return true;
-        } else {
-          return false;
+        if (shape) {
+          if (len > 1) {
+            append(',');
+          }
+          append(b, keyStart, keyEnd);
+          append(':');
+          byte[] marker = isNull ? NULL : ONE;
+          append(marker, 0, marker.length);
         }
+        next = afterElement('}');
       }
+      if (shape) {
+        append('}');
+      }
+      return next == 0;
     }
 
     private boolean array(int depth) {
       i++;
       skipSpace();
-      if (at(']')) {
+      int next = at(']') ? 0 : 1;
+      if (next == 0) {
         i++;
-        return true;
       }
-      while (true) {
+      while (next == 1) {
         skipSpace();
         if (!value(depth + 1)) {
           return false;
         }
-        skipSpace();
-        if (at(',')) {
-          i++;
-        } else if (at(']')) {
-          i++;
-          return true;
-        } else {
-          return false;
-        }
+        next = afterElement(']');
       }
+      return next == 0;
+    }
+
+    /** After a member or element: 1 at a comma (another follows), 0 at {@code close}, else -1. */
+    private int afterElement(char close) {
+      skipSpace();
+      if (at(',')) {
+        i++;
+        return 1;
+      }
+      if (at(close)) {
+        i++;
+        return 0;
+      }
+      return -1;
     }
 
     /** -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
