@@ -275,3 +275,31 @@ def test_apply_orders_of_the_padded_layout_ask_for_a_full_refresh(lakehouse):
     for table in ("silver.cdc_changes", "gold.cdc_history", "gold.cdc_key_state"):
         longest = lakehouse.rows(f"select max(length(apply_order)) as n from {table}")[0]["n"]
         assert 20 < longest < 60, (table, longest)
+
+
+def test_a_late_change_older_than_a_stored_truncate_is_truncated_too(lakehouse):
+    t = DebeziumTable("dbserver1", "inventory", "hist_trunc", ["id"])
+    one, two, three = {"id": 1, "v": "a"}, {"id": 2, "v": "a"}, {"id": 3, "v": "a"}
+    ins_one = t.insert(one)
+    ins_two = t.insert(two)  # committed before the truncate, delivered after it
+    truncate = (None, t._value("t", None, None))
+    ins_three = t.insert(three)  # after the truncate: key 3 is live
+    lakehouse.ingest(t.envelopes([ins_one, truncate, ins_three], first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+    assert _versions(lakehouse, "hist_trunc")['{"id":1}'] == [
+        ("c", True, False, False, True), ("t", False, True, False, False)]
+
+    late = [ins_two, t.update(three, {**three, "v": "b"})]
+    lakehouse.ingest(t.envelopes(late, first_offset=3), fmt="debezium-json")
+    lakehouse.build()
+    # key 2's insert came before the truncate: the truncate ends it, as it ended key 1
+    assert _versions(lakehouse, "hist_trunc") == {
+        '{"id":1}': [("c", True, False, False, True), ("t", False, True, False, False)],
+        '{"id":2}': [("c", True, False, False, True), ("t", False, True, False, False)],
+        '{"id":3}': [("c", True, False, False, True), ("u", True, True, True, False)],
+    }
+    assert {r["pk"] for r in lakehouse.rows(
+        "select pk from gold.cdc_current_state where source_table = 'hist_trunc'")} == {'{"id":3}'}
+    current_in_history = lakehouse.rows(
+        "select pk from gold.cdc_history where source_table = 'hist_trunc' and is_current")
+    assert [r["pk"] for r in current_in_history] == ['{"id":3}']
