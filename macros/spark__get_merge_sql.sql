@@ -2,8 +2,8 @@
     {#-
         dbt-spark's MERGE (including merge_update_columns), plus one option: `merge_update_condition`, a predicate over
         DBT_INTERNAL_SOURCE / DBT_INTERNAL_DEST that a matched row must meet to be updated.
-        Gold uses it so that a change only replaces the state of its key when it comes later in
-        the key's apply order: a late, older change never overwrites a newer state.
+        gold.cdc_table_columns uses it so that a column's entry is only replaced by a later
+        sighting in apply order: a late, older change never overwrites a newer one.
         And a predicate over the target that the model decided at compile time, from what its
         increment holds (config() cannot change at run time): cdc_merge_target_filter below.
     -#}

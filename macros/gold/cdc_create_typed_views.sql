@@ -127,13 +127,13 @@
                     last_event_time as _cdc_last_event_time,
                     vendor_sequence as _cdc_vendor_sequence,
                     source_format as _cdc_source_format
-                from {{ ref('cdc_key_state') }}
-                where not is_deleted and {{ where }}
+                from {{ ref('cdc_current_state') }}
+                where {{ where }}
             ) as current_rows
         {%- endset -%}
         {%- do _cdc_create_typed_relation(
             specs[0].view_name, current_sql,
-            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_key_state') -%}
+            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_current_state') -%}
         {%- set history_sql -%}
             select
                 {{ typed_columns | join(',\n                ') }},

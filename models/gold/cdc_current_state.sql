@@ -1,8 +1,10 @@
-{#- SPEC's gold contract: one row per live (source table, key), the current row as JSON. -#}
+{#- SPEC's gold contract: one row per live (source table, key), the current row as JSON: the
+    current versions of gold.cdc_history (a partition of it, is_current). -#}
 
-with key_state as (
+with current_versions as (
 
-    select * from {{ ref('cdc_key_state') }}
+    select * from {{ ref('cdc_history') }}
+    where is_current
 
 ),
 
@@ -15,13 +17,12 @@ final as (
         source_table,
         pk,
         row,
-        last_op,
-        last_event_time,
+        op as last_op,
+        valid_from as last_event_time,
         vendor_sequence,
         apply_order,
         change_id
-    from key_state
-    where not is_deleted
+    from current_versions
 
 )
 

@@ -27,7 +27,6 @@ table_changes as (
         max(last_event_time) as last_change_time,
         max(ingested_at) as last_ingested_at
     from key_state
-    where pk <> '<truncate>'
     group by source_format, source_database, source_schema, source_table
 
 ),

@@ -8,7 +8,7 @@
 
 -- depends_on: {{ ref('cdc_table_columns') }}
 -- depends_on: {{ ref('cdc_column_type_overrides') }}
--- depends_on: {{ ref('cdc_key_state') }}
+-- depends_on: {{ ref('cdc_current_state') }}
 -- depends_on: {{ ref('cdc_history') }}
 
 {{ config(

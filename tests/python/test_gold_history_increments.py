@@ -58,11 +58,18 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     }
     assert _versions(lakehouse, "hist") == expected
 
-    # nothing new: the history and the key state MERGE an empty source, and nothing moves
+    # the key state is each key's open version: deleted and moved keys keep a tombstone
+    states = lakehouse.rows("select pk, last_op, is_deleted, row is null as no_row from gold.cdc_key_state "
+                            "where source_table = 'hist' order by pk")
+    assert [(r["pk"], r["last_op"], r["is_deleted"], r["no_row"]) for r in states] == [
+        ('{"id":1}', "u", False, False), ('{"id":2}', "c", False, False),
+        ('{"id":3}', "d", True, True), ('{"id":4}', "u", False, False),
+    ]
+
+    # nothing new: the history MERGEs an empty source, and nothing moves
     lakehouse.build(tests=False)
-    for model in ("cdc_history", "cdc_key_state"):
-        compiled = (COMPILED / f"{model}.sql").read_text()
-        assert "where false" in compiled.rsplit("select * from final", 1)[1], model
+    compiled = (COMPILED / "cdc_history.sql").read_text()
+    assert "where false" in compiled.rsplit("select * from final", 1)[1]
     assert _versions(lakehouse, "hist") == expected
     assert len(lakehouse.rows("select * from gold.cdc_key_state where source_table = 'hist'")) == 4
 
@@ -120,8 +127,11 @@ def test_history_of_an_earlier_layout_asks_for_a_full_refresh(lakehouse):
     )] == ["b"]
 
 
-WATERMARKED = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_key_state")
+WATERMARKED = ("silver.cdc_parsed", "gold.cdc_history")
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# a MERGE that writes one parsed record again as it is (an append of nothing does not commit)
+PARSED_AGAIN = ("merge into silver.cdc_parsed as t using (select * from silver.cdc_parsed limit 1) as s "
+                "on t.record_id = s.record_id when matched then update set *")
 
 
 def _recorded(lakehouse, table: str) -> dict | None:
@@ -163,9 +173,10 @@ def _scanned_rows(lakehouse, table: str, predicate: str) -> int:
     return rows
 
 
-def _compiled_watermark(model: str) -> str:
-    text = (COMPILED / f"{model}.sql").read_text()
-    return text.split("where ingested_at > timestamp '", 1)[1].split("'", 1)[0]
+def _compiled_watermark(model: str, layer: str = "gold") -> str:
+    """The watermark the last compiled ``model`` of ``layer`` read what is new after."""
+    text = (COMPILED.parent / layer / f"{model}.sql").read_text()
+    return re.search(r"ingested_at > timestamp '([^']*)'", text)[1]
 
 
 def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
@@ -193,8 +204,7 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     assert len(stamps) == 2 and lakehouse.rows(
         "select count_if(unix_micros(ingested_at) % 2000 <> 0) as n from bronze.kafka_records"
     )[0]["n"] == 0
-    for model, table in (("silver/cdc_parsed", "bronze.kafka_records"), ("gold/cdc_history", "silver.cdc_changes"),
-                         ("gold/cdc_key_state", "silver.cdc_changes")):
+    for model, table in (("silver/cdc_parsed", "bronze.kafka_records"), ("gold/cdc_history", "silver.cdc_changes")):
         predicate = _compiled_newer_than(model)
         assert f"ingested_at > timestamp '{stamps[0]}'" in predicate, (model, predicate)
         assert "ingested_at >= timestamp '" in predicate, (model, predicate)
@@ -204,16 +214,16 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     # the next run reads it: an earlier recorded watermark (one the model wrote itself) is
     # what the next build's filter uses, and reading a change again changes nothing
     earlier = "2001-01-01 00:00:00"
-    _commit_with_metadata(lakehouse, "gold.cdc_key_state", {"cdc_lakehouse_watermark": {
-        "table": "gold.cdc_key_state", "ingested_at": earlier, "apply_order_layout": 2}})
+    _commit_with_metadata(lakehouse, "gold.cdc_history", {"cdc_lakehouse_watermark": {
+        "table": "gold.cdc_history", "ingested_at": earlier, "apply_order_layout": 2}})
     # a watermark naming another table (a failed model's leftover setting) is not trusted:
-    # this one would hide every later change of the history
-    future = {"table": "gold.cdc_key_state", "ingested_at": "2999-01-01 00:00:00"}
-    _commit_with_metadata(lakehouse, "gold.cdc_history", {"cdc_lakehouse_watermark": future})
+    # this one would hide every later record from silver
+    future = {"table": "gold.cdc_history", "ingested_at": "2999-01-01 00:00:00", "apply_order_layout": 2}
+    _commit_with_metadata(lakehouse, "silver.cdc_parsed", {"cdc_lakehouse_watermark": future}, PARSED_AGAIN)
     lakehouse.ingest(t.envelopes(messages[2:3], first_offset=2), fmt="debezium-json")
     lakehouse.build(tests=False)
-    assert _compiled_watermark("cdc_key_state") == earlier
-    assert _compiled_watermark("cdc_history") == newest
+    assert _compiled_watermark("cdc_history") == earlier
+    assert _compiled_watermark("cdc_parsed", "silver") == newest
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "c"}}
     history = lakehouse.rows("select get_json_object(row, '$.v') as v, is_open from gold.cdc_history "
                              "where source_table = 'hist_mark' order by apply_order")
@@ -221,13 +231,13 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
 
     # a last commit by anything but the model's MERGE or append (here a property set by hand,
     # even one carrying a watermark of the table) falls back to reading the table
-    _commit_with_metadata(lakehouse, "gold.cdc_key_state",
-                          {"cdc_lakehouse_watermark": {"table": "gold.cdc_key_state", "ingested_at": earlier}},
-                          "alter table gold.cdc_key_state set tblproperties ('cdc_lakehouse.test' = 'yes')")
-    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from gold.cdc_key_state")[0]["t"]
+    _commit_with_metadata(lakehouse, "gold.cdc_history", {"cdc_lakehouse_watermark": {
+        "table": "gold.cdc_history", "ingested_at": earlier, "apply_order_layout": 2}},
+        "alter table gold.cdc_history set tblproperties ('cdc_lakehouse.test' = 'yes')")
+    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from gold.cdc_history")[0]["t"]
     lakehouse.ingest(t.envelopes(messages[3:], first_offset=3), fmt="debezium-json")
     lakehouse.build()
-    assert _compiled_watermark("cdc_key_state") == newest
+    assert _compiled_watermark("cdc_history") == newest
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "d"}}
 
 
@@ -255,16 +265,16 @@ def test_apply_orders_of_the_padded_layout_ask_for_a_full_refresh(lakehouse):
     assert orders and all(not re.match(PADDED, o) and len(o) < 60 for o in orders), orders
 
     # an earlier version recorded its watermarks without a layout: its commit is not trusted
-    _commit_with_metadata(lakehouse, "gold.cdc_key_state", {"cdc_lakehouse_watermark": {
-        "table": "gold.cdc_key_state", "ingested_at": "2001-01-01 00:00:00"}})
+    _commit_with_metadata(lakehouse, "silver.cdc_parsed", {"cdc_lakehouse_watermark": {
+        "table": "silver.cdc_parsed", "ingested_at": "2001-01-01 00:00:00"}}, PARSED_AGAIN)
     # and a table whose last commit recorded nothing is read: a padded order gives it away
     padded = "1." + ".".join(["0" * 38] * 3) + "." + "0" * 10 + "." + "0" * 19 + "1." + "0" * 10
     assert re.match(PADDED, padded)
     lakehouse.spark.sql(f"update gold.cdc_history set apply_order = '{padded}'")
     lakehouse.ingest(t.envelopes(messages[1:2], first_offset=1), fmt="debezium-json")
-    for model in ("cdc_key_state", "cdc_history"):
-        message = _failed_build("--select", model)
-        assert f"gold.{model} holds apply orders in the layout of an earlier version" in message, message
+    for table in ("silver.cdc_parsed", "gold.cdc_history"):
+        message = _failed_build("--select", table.split(".")[1])
+        assert f"{table} holds apply orders in the layout of an earlier version" in message, message
         assert "lakehouse build --full-refresh" in message, message
 
     # the full refresh the message asks for rebuilds every model in the one layout
@@ -272,7 +282,7 @@ def test_apply_orders_of_the_padded_layout_ask_for_a_full_refresh(lakehouse):
     lakehouse.ingest(t.envelopes(messages[2:], first_offset=2), fmt="debezium-json")
     lakehouse.build()
     assert lakehouse.current_state("hist_layout") == {("hist_layout", '{"id":1}'): {"id": "1", "v": "c"}}
-    for table in ("silver.cdc_changes", "gold.cdc_history", "gold.cdc_key_state"):
+    for table in ("silver.cdc_changes", "gold.cdc_history"):
         longest = lakehouse.rows(f"select max(length(apply_order)) as n from {table}")[0]["n"]
         assert 20 < longest < 60, (table, longest)
 
