@@ -101,7 +101,7 @@
     reset spark.databricks.delta.commitInfo.userMetadata
 {%- endmacro %}
 
-{% macro cdc_new_change_counts(changes, watermark, latest_versions=none, broadcast_limit=250000) -%}
+{% macro cdc_new_change_counts(changes, watermark, latest_versions, broadcast_limit=250000) -%}
     {#-
         What the changes newer than `watermark` (cdc_watermark's string) hold, read at compile
         time: {'changes': how many, 'truncations': how many truncates, 'up_to': the newest
@@ -114,10 +114,10 @@
         increment (at most `broadcast_limit` changes) instead of shuffling every stored version
         to meet them.
 
-        With `latest_versions` (SQL of a relation: source_database, source_schema, source_table,
-        pk, apply_order of each key's latest stored change) also 'late': how many keys (a
+        And 'late', from `latest_versions` (SQL of a relation: source_database, source_schema,
+        source_table, pk, apply_order of each key's latest stored change): how many keys (a
         key-changing update's old key included) get a change older than their latest stored
-        one, a late arrival or a replay. With none, a model whose stored rows only a later
+        one, a late arrival or a replay. With no late key, a model whose stored rows only a later
         change can touch may read and MERGE those latest rows alone. A second query, run only
         for a small increment: its keys are broadcast to the scan of the latest versions (the
         scan needs no shuffle); with no change nothing is scanned (late is 0), and a larger
@@ -134,9 +134,7 @@
         ~ ' from ' ~ new_changes ~ ' as new_changes'
     ).rows[0] -%}
     {%- set counts = {'changes': row['changes'], 'truncations': row['truncations'], 'up_to': row['up_to']} -%}
-    {%- if latest_versions is none -%}
-        {{ return(counts) }}
-    {%- elif counts.changes == 0 or counts.changes > broadcast_limit -%}
+    {%- if counts.changes == 0 or counts.changes > broadcast_limit -%}
         {%- do counts.update({'late': 0 if counts.changes == 0 else none}) -%}
         {{ return(counts) }}
     {%- endif -%}

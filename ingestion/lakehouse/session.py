@@ -100,7 +100,7 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
             f"-XX:+UseParallelGC -Dderby.system.home={root} -Dlog4j2.configurationFile={LOG4J_CONFIG}"
         ),
         "spark.sql.session.timeZone": "UTC",
-        # Enough partitions that a shuffle of millions of changes (history, key state) sorts in
+        # Enough partitions that a shuffle of millions of changes (the history) sorts in
         # memory; adaptive execution coalesces them to one or two for small data.
         "spark.sql.shuffle.partitions": "16",
         "spark.sql.ansi.enabled": "false",

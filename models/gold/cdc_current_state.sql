@@ -1,10 +1,10 @@
 {#- SPEC's gold contract: one row per live (source table, key), the current row as JSON: the
-    current versions of gold.cdc_history (a partition of it, is_current). -#}
+    live keys of cdc_key_state, i.e. the current versions of gold.cdc_history (a partition of
+    it, is_current). -#}
 
-with current_versions as (
+with key_state as (
 
-    select * from {{ ref('cdc_history') }}
-    where is_current
+    select * from {{ ref('cdc_key_state') }}
 
 ),
 
@@ -17,12 +17,13 @@ final as (
         source_table,
         pk,
         row,
-        op as last_op,
-        valid_from as last_event_time,
+        last_op,
+        last_event_time,
         vendor_sequence,
         apply_order,
         change_id
-    from current_versions
+    from key_state
+    where not is_deleted
 
 )
 
