@@ -57,8 +57,13 @@ lint: sqlfluff
 sqlfluff: setup
 	LAKEHOUSE_DIR=$(CURDIR)/.cache/lint-lakehouse $(BIN)/sqlfluff lint models
 
+# Two workers on two cores: a test spends much of its time in one thread (a JVM starting, dbt
+# compiling, Spark planning), so two at once finish the suite sooner. Each test file stays in
+# one worker (its module fixtures build once). PYTEST_WORKERS=0 runs them one at a time.
+PYTEST_WORKERS ?= 2
+
 pytest: setup kafka-jars postgres-bin
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test: setup lint pytest
 

@@ -189,9 +189,11 @@ def land(name: str, args: list[str], expected: dict[str, int], env: dict[str, st
 
 
 def model_seconds() -> dict[str, float]:
-    """Seconds per model and seed of the last dbt run (target/run_results.json): where the time went."""
+    """Seconds per model and seed of the last dbt run (run_results.json in dbt's target folder,
+    ``DBT_TARGET_PATH`` when set): where the time went."""
+    target = PROJECT / os.environ.get("DBT_TARGET_PATH", "target")
     try:
-        results = json.loads((PROJECT / "target" / "run_results.json").read_text(encoding="utf-8"))["results"]
+        results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
     except (OSError, KeyError, ValueError):
         return {}
     return {r["unique_id"].rsplit(".", 1)[-1]: round(r["execution_time"], 1) for r in results}

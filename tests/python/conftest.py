@@ -6,6 +6,11 @@ method picks up the running Spark session) and the queries run in the pytest pro
 each test starts from an empty lakehouse with :meth:`InProcessLakehouse.reset`. The end-to-end
 tests run the real commands (``lakehouse ingest``, ``lakehouse build``, ``lakehouse sql``)
 as subprocesses against their own temporary ``LAKEHOUSE_DIR`` with :class:`CliLakehouse`.
+
+Under ``pytest -n`` (pytest-xdist, as ``make test`` runs it) each worker process has its own
+Spark session and lakehouses, and its own dbt target and log folders (``DBT_TARGET_PATH``,
+``DBT_LOG_PATH``, inherited by the CLI subprocesses): two dbt runs writing one ``target/``
+would overwrite each other's manifest and compiled SQL.
 """
 
 from __future__ import annotations
@@ -25,6 +30,13 @@ PROJECT = Path(__file__).resolve().parents[2]
 SHARED = PROJECT.parent / "shared"
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(Path(__file__).parent))
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1, ... under pytest -n
+if _WORKER:
+    os.environ.setdefault("DBT_TARGET_PATH", str(PROJECT / "target" / f"pytest-{_WORKER}"))
+    os.environ.setdefault("DBT_LOG_PATH", str(PROJECT / "logs" / f"pytest-{_WORKER}"))
+#: Where this process's dbt runs write their compiled SQL and results.
+DBT_TARGET = PROJECT / os.environ.get("DBT_TARGET_PATH", "target")
 
 
 def needs_shared(*parts: str) -> Path:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from cdc_messages import DebeziumTable, Raw, envelope
-from conftest import PROJECT
+from conftest import DBT_TARGET
 from scenarios import debezium_history, hard_delivery
 
 
@@ -52,7 +52,7 @@ def test_exact_values_deletes_key_changes_and_control_events(lakehouse, jvm_func
     lines.append(envelope(t.topic, 0, len(lines), None, '{"payload": {"op": "x", "source": {}}}'))
     lakehouse.ingest(lines, fmt="debezium-json")
     lakehouse.build("--vars", json.dumps({"cdc_jvm_functions": jvm_functions}))
-    compiled = (PROJECT / "target/compiled/cdc_lakehouse/models/silver/cdc_parsed.sql").read_text()
+    compiled = (DBT_TARGET / "compiled/cdc_lakehouse/models/silver/cdc_parsed.sql").read_text()
     assert ("cdc_lakehouse.json.mark(" in compiled) == jvm_functions
 
     state = lakehouse.rows("select pk, row, last_op from gold.cdc_current_state order by pk")

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from cdc_messages import DebeziumTable
+from conftest import DBT_TARGET, PROJECT
 
-PROJECT = Path(__file__).resolve().parents[2]
-RUN_SQL = PROJECT / "target" / "run" / "cdc_lakehouse" / "models" / "gold" / "cdc_history.sql"
-COMPILED = PROJECT / "target" / "compiled" / "cdc_lakehouse" / "models" / "gold"
+RUN_SQL = DBT_TARGET / "run" / "cdc_lakehouse" / "models" / "gold" / "cdc_history.sql"
+COMPILED = DBT_TARGET / "compiled" / "cdc_lakehouse" / "models" / "gold"
 
 
 def _versions(lakehouse, table: str) -> dict[str, list[tuple]]:
