@@ -39,6 +39,27 @@ if _WORKER:
 DBT_TARGET = PROJECT / os.environ.get("DBT_TARGET_PATH", "target")
 
 
+#: The test files that take minutes, longest first. They are collected first, so that under
+#: ``pytest -n`` each worker starts on one and the short files fill in around them; in
+#: collection order the longest one started late and ran alone at the end.
+LONGEST_FIRST = (
+    "test_cli_end_to_end.py",
+    "test_gold_history_increments.py",
+    "test_formats_oms.py",
+    "test_formats_dataworks.py",
+    "test_bench_generate.py",
+    "test_kafka_exactly_once.py",
+    "test_formats_canal.py",
+    "test_cluster.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files of :data:`LONGEST_FIRST` first, in that order (the rest keep theirs)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def needs_shared(*parts: str) -> Path:
     """The path under ../shared, or skip: the reference material is only beside CI's clone."""
     path = SHARED.joinpath(*parts)
