@@ -42,14 +42,55 @@
     {#-
         The parser's final select list: `exprs` maps contract column -> SQL expression; columns
         a parser leaves out are null. Casting here makes every parser's output union-compatible.
+        Where the record carries a fast parser's row (`_fast`, see cdc_fast_parsers), that row's
+        columns are taken instead, and the SQL expressions only for the records it left.
     -#}
+    {%- set fast = exprs.get('_fast') %}
+    {%- set fast_columns = cdc_fast_parse_columns() | map(attribute=0) | list %}
     {%- for name, type in cdc_parser_columns() %}
-    cast({{ exprs.get(name, 'null') }} as {{ type }}) as {{ name }}{{ "," if not loop.last }}
+        {%- set expr = exprs.get(name, 'null') %}
+        {%- if fast and name in fast_columns %}
+            {%- set expr = 'case when ' ~ fast ~ ' is not null then ' ~ fast ~ '.' ~ name ~ ' else ' ~ expr ~ ' end' %}
+        {%- endif %}
+    cast({{ expr }} as {{ type }}) as {{ name }}{{ "," if not loop.last }}
     {%- endfor %}
+{%- endmacro %}
+
+{% macro cdc_fast_parse_columns() -%}
+    {#- The columns a fast parser returns: the contract's, less those copied from the record.
+        jvm/functions/.../FastParsers.java declares the same row. -#}
+    {%- set copied = ['kafka_topic', 'kafka_partition', 'kafka_offset', 'kafka_timestamp', 'ingested_at',
+                      'batch_id', 'source_format', 'raw_value', 'raw_value_base64', 'raw_key'] %}
+    {{ return(cdc_parser_columns() | rejectattr(0, 'in', copied) | list) }}
+{%- endmacro %}
+
+{% macro cdc_fast_parse_type() -%}
+    {#- The SQL type of a fast parser's row. -#}
+    struct<{% for name, type in cdc_fast_parse_columns() %}{{ name }}: {{ type }}{{ ", " if not loop.last }}{% endfor %}>
+{%- endmacro %}
+
+{% macro cdc_fast_parsers() -%}
+    {#-
+        Parser macro -> the JVM function (jvm/functions, FastParsers) that reads the common
+        message of its format in one pass and returns the parser's columns, or null for any
+        other message, which the SQL parser then reads (models/silver/cdc_parsed.sql). The SQL
+        parsers remain the definition of each format: tests/python/test_fast_parsers.py
+        requires both to give the same rows. Off with the JVM functions (cdc_jvm_functions:
+        false) or with `cdc_fast_parsers: false`.
+    -#}
+    {%- if not cdc_jvm_functions() or var('cdc_fast_parsers', true) in (false, 'false') %}
+        {{ return({}) }}
+    {%- endif %}
+    {{ return({
+        'parse_debezium_json': 'cdc_lakehouse.json.parse_debezium',
+    }) }}
 {%- endmacro %}
 
 {% macro cdc_record_passthrough(alias='r') -%}
     {#- The contract columns every parser copies from the bronze record unchanged. -#}
+    {#- raw_value and raw_key from the bytes, not value_text / key_text: silver empties those
+        for the records a fast parser has read (models/silver/cdc_parsed.sql). `_fast` is that
+        parser's row (cdc_parser_select). -#}
     {{ return({
         'kafka_topic': alias ~ '.topic',
         'kafka_partition': alias ~ '.partition',
@@ -58,9 +99,11 @@
         'ingested_at': alias ~ '.ingested_at',
         'batch_id': alias ~ '.batch_id',
         'source_format': alias ~ '.resolved_format',
-        'raw_value': alias ~ '.value_text',
+        'raw_value': 'case when ' ~ alias ~ '.value_is_utf8 then cast(' ~ alias ~ '.value as string) end',
         'raw_value_base64': 'case when not ' ~ alias ~ '.value_is_utf8 then base64(' ~ alias ~ '.value) end',
-        'raw_key': 'coalesce(' ~ alias ~ '.key_text, base64(' ~ alias ~ '.key))',
+        'raw_key': 'case when is_valid_utf8(cast(' ~ alias ~ '.key as string)) then cast(' ~ alias ~ '.key as string)'
+            ~ ' else base64(' ~ alias ~ '.key) end',
+        '_fast': alias ~ '.fast',
     }) }}
 {%- endmacro %}
 

@@ -31,7 +31,9 @@
         ) as resolved_format
         {%- else %}
         {{ lookup }} as resolved_format
-        {%- endif %}
+        {%- endif %},
+        {#- a fast parser's row, set by silver where it has one (cdc_fast_parsers) #}
+        cast(null as {{ cdc_fast_parse_type() }}) as fast
     from (
         select
             r.*,

@@ -84,9 +84,39 @@ records_for_{{ parser }} as (
 
 ),
 
+{%- set fast_parser = cdc_fast_parsers().get(parser) %}
+{%- if fast_parser %}
+
+fast_parsed_by_{{ parser }} as (
+
+    {#- the common message of the format read once, in the JVM; null where the SQL parser
+        must read it. Its own projection, referenced three times below, so that Spark runs it
+        once per record. #}
+    select
+        * except (fast),
+        case when resolved_format in ('{{ format_ids | join("', '") }}') then
+            {{ fast_parser }}(value_text, key_text, topic, `partition`, `offset`)
+        end as fast
+    from records_for_{{ parser }}
+
+),
+
+left_to_sql_{{ parser }} as (
+
+    {#- the SQL parser sees no text where the fast parser has read the message: its
+        expressions then work on nulls, for nothing, and give way to the fast row #}
+    select
+        * except (value_text, key_text),
+        case when fast is null then value_text end as value_text,
+        case when fast is null then key_text end as key_text
+    from fast_parsed_by_{{ parser }}
+
+),
+{%- endif %}
+
 parsed_by_{{ parser }} as (
 
-    {{ context[parser]('records_for_' ~ parser, format_ids) }}
+    {{ context[parser](('left_to_sql_' if fast_parser else 'records_for_') ~ parser, format_ids) }}
 
 ),
 {%- endfor %}

@@ -2,6 +2,7 @@ package cdc.lakehouse;
 
 import java.util.Arrays;
 
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
 import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
@@ -50,7 +51,9 @@ public final class JsonFunctions implements FunctionCatalog {
   @Override
   public Identifier[] listFunctions(String[] namespace) {
     return new Identifier[] {
-      Identifier.of(NAMESPACE, "mark"), Identifier.of(NAMESPACE, "unmark"), Identifier.of(NAMESPACE, "shape")
+      Identifier.of(NAMESPACE, "mark"), Identifier.of(NAMESPACE, "unmark"), Identifier.of(NAMESPACE, "shape"),
+      Identifier.of(NAMESPACE, "parse_debezium"), Identifier.of(NAMESPACE, "parse_maxwell"),
+      Identifier.of(NAMESPACE, "parse_oms"), Identifier.of(NAMESPACE, "parse_canal")
     };
   }
 
@@ -65,6 +68,18 @@ public final class JsonFunctions implements FunctionCatalog {
       }
       if (ident.name().equals("shape")) {
         return new OneString(new Shape());
+      }
+      switch (ident.name()) {
+        case "parse_debezium":
+          return new RecordParser(new ParseDebezium());
+        case "parse_maxwell":
+          return new RecordParser(new ParseMaxwell());
+        case "parse_oms":
+          return new RecordParser(new ParseOms());
+        case "parse_canal":
+          return new RecordParser(new ParseCanal());
+        default:
+          break;
       }
     }
     throw new NoSuchFunctionException(ident);
@@ -158,6 +173,123 @@ public final class JsonFunctions implements FunctionCatalog {
     @Override
     public String name() {
       return "shape";
+    }
+  }
+
+  /**
+   * Binds a fast parser: (value string, key string, topic string, partition int, offset bigint)
+   * -> the parser contract's row, or null for a message the SQL parser must read.
+   */
+  private static final class RecordParser implements UnboundFunction {
+    private static final long serialVersionUID = 1L;
+    private static final DataType[] INPUTS = {
+      DataTypes.StringType, DataTypes.StringType, DataTypes.StringType, DataTypes.IntegerType, DataTypes.LongType
+    };
+
+    private final ScalarFunction<InternalRow> bound;
+
+    RecordParser(ScalarFunction<InternalRow> bound) {
+      this.bound = bound;
+    }
+
+    @Override
+    public BoundFunction bind(StructType inputType) {
+      StructField[] fields = inputType.fields();
+      boolean fits = fields.length == INPUTS.length;
+      for (int i = 0; fits && i < fields.length; i++) {
+        fits = fields[i].dataType().equals(INPUTS[i]);
+      }
+      if (!fits) {
+        throw new UnsupportedOperationException("cdc_lakehouse.json." + bound.name()
+            + " takes (value string, key string, topic string, partition int, offset bigint), got "
+            + inputType.simpleString());
+      }
+      return bound;
+    }
+
+    @Override
+    public String description() {
+      return bound.name() + "(value, key, topic, partition, offset): the common message of a format, parsed in one pass";
+    }
+
+    @Override
+    public String name() {
+      return bound.name();
+    }
+  }
+
+  /** A fast parser: the five record columns in, the parser contract's row (or null) out. */
+  private abstract static class FastParser implements ScalarFunction<InternalRow> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public DataType[] inputTypes() {
+      return RecordParser.INPUTS.clone();
+    }
+
+    @Override
+    public DataType resultType() {
+      return FastParsers.RESULT;
+    }
+  }
+
+  /** {@code cdc_lakehouse.json.parse_debezium(...)}: {@link DebeziumFast}. */
+  public static final class ParseDebezium extends FastParser {
+    private static final long serialVersionUID = 1L;
+
+    /** Spark's "magic method": called directly from generated code. */
+    public static InternalRow invoke(UTF8String value, UTF8String key, UTF8String topic, int partition, long offset) {
+      return DebeziumFast.parse(value, key, topic, partition, offset);
+    }
+
+    @Override
+    public String name() {
+      return "parse_debezium";
+    }
+  }
+
+  /** {@code cdc_lakehouse.json.parse_maxwell(...)}: {@link MaxwellFast}. */
+  public static final class ParseMaxwell extends FastParser {
+    private static final long serialVersionUID = 1L;
+
+    /** Spark's "magic method": called directly from generated code. */
+    public static InternalRow invoke(UTF8String value, UTF8String key, UTF8String topic, int partition, long offset) {
+      return MaxwellFast.parse(value, key, topic, partition, offset);
+    }
+
+    @Override
+    public String name() {
+      return "parse_maxwell";
+    }
+  }
+
+  /** {@code cdc_lakehouse.json.parse_oms(...)}: {@link OmsFast}. */
+  public static final class ParseOms extends FastParser {
+    private static final long serialVersionUID = 1L;
+
+    /** Spark's "magic method": called directly from generated code. */
+    public static InternalRow invoke(UTF8String value, UTF8String key, UTF8String topic, int partition, long offset) {
+      return OmsFast.parse(value, key, topic, partition, offset);
+    }
+
+    @Override
+    public String name() {
+      return "parse_oms";
+    }
+  }
+
+  /** {@code cdc_lakehouse.json.parse_canal(...)}: {@link CanalFast}. */
+  public static final class ParseCanal extends FastParser {
+    private static final long serialVersionUID = 1L;
+
+    /** Spark's "magic method": called directly from generated code. */
+    public static InternalRow invoke(UTF8String value, UTF8String key, UTF8String topic, int partition, long offset) {
+      return CanalFast.parse(value, key, topic, partition, offset);
+    }
+
+    @Override
+    public String name() {
+      return "parse_canal";
     }
   }
 }

@@ -1,0 +1,90 @@
+"""The fast parsers (jvm/functions, FastParsers) give the rows of the SQL parsers they stand in for.
+
+A fast parser reads the common message of its format in one pass in the JVM and returns the
+parser contract's columns; any other message it leaves to the SQL parser of its format
+(macros/cdc_change_columns.sql, cdc_fast_parsers). The SQL parsers stay the definition of each
+format, so silver.cdc_parsed is built here twice over the same bronze records, once with the
+fast parsers off (``cdc_fast_parsers: false``) and once on, and every row must be the same:
+the project's fixtures of the format, messages of the benchmark's generator, hand-written
+messages at the edges of "common" (exact numbers, escapes, Unicode, keys with and without a
+schema wrapper, every source position, nested values, schemas, tombstones, malformed text)
+and, when ../shared is beside the checkout, Apache Paimon's real messages.
+"""
+
+from __future__ import annotations
+
+from conftest import SHARED
+from fast_parser_check import (
+    FIXTURES,
+    Edge,
+    assert_same_rows,
+    bench_lines,
+    expected_taken,
+    jvm_share,
+    land_edges,
+    lines_of,
+    taken_by_jvm,
+)
+
+#: Hand-written debezium-json messages: (key, value). The common ones the JVM reads; the rest
+#: (marked "sql") it must leave to the SQL parser.
+DEBEZIUM_EDGES: list[Edge] = [
+    ("common", '{"id": 1}',
+     '{"before": null, "after": {"id": 1, "price": 9.999999999999999093266253, "big": 123456789012345678901234567890,'
+     ' "name": "caf\\u00e9 \\"q\\" \\\\ \\/ \\n \\u0001 \\ud83d\\ude00 中", "ok": true, "nothing": null, "f": 1.5e-7},'
+     ' "source": {"db": "shop", "table": "items", "file": "mysql-bin.000012", "pos": 4567, "row": 1,'
+     ' "ts_ms": 1700000000123, "gtid": "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"}, "op": "c", "ts_ms": 1700000000200}'),
+    ("common update, key in a schema wrapper",
+     '{"schema": {"type": "struct"}, "payload": {"id": 2}}',
+     '{"payload": {"before": {"id": 2, "v": "a"}, "after": {"id": 2, "v": "b"}, "source": {"db": "shop",'
+     ' "table": "items", "file": "mysql-bin.000012", "pos": 5000, "row": 0, "ts_ms": 0}, "op": "u",'
+     ' "ts_ms": 1700000001}}'),
+    ("common delete, flat, OMS position", '{"id": 3}',
+     '{"before": {"id": 3}, "after": null, "source": {"db": "shop", "table": "items", "pos": "99@1700000000",'
+     ' "ts_ms": "1700000000000"}, "op": "d", "ts_ms": 1700000000300,'
+     ' "transaction": {"id": "tx-9", "total_order": 1}}'),
+    ("common, PostgreSQL", None,
+     '{"before": null, "after": {"id": 4}, "source": {"db": "pg", "schema": "public", "table": "items",'
+     ' "lsn": 24023128, "txId": 555, "ts_ms": 1700000000000}, "op": "r", "ts_ms": 1700000000400}'),
+    ("common, Oracle, no table in the source", '{"ID": "5"}',
+     '{"before": null, "after": {"ID": "5"}, "source": {"scn": "000123456", "ts_ms": -5},'
+     ' "op": "c", "ts_ms": 1700000000400}'),
+    ("common, no source at all", '{}',
+     '{"after": {"id": 6}, "op": "i"}'),
+    ("common, whitespace", ' { "id" : 7 } ',
+     ' {\n "after" : { "id" : 7 } ,\n "op" : "c" ,\n "source" : { "file" : "bin.9" , "pos" : 10 } } \n'),
+    ("sql: a schema", '{"id": 8}',
+     '{"schema": {"type": "struct", "fields": [{"field": "after", "fields": [{"field": "id", "type": "int64"}]}]},'
+     ' "payload": {"after": {"id": 8}, "op": "c", "source": {"file": "bin.1", "pos": 1}}}'),
+    ("sql: a nested value", '{"id": 9}',
+     '{"after": {"id": 9, "doc": {"a": [1, 2]}}, "op": "c", "source": {"file": "bin.1", "pos": 2}}'),
+    ("sql: SQL Server", '{"id": 10}',
+     '{"after": {"id": 10}, "op": "c", "source": {"change_lsn": "00000027:00000758:0003", "ts_ms": 1}}'),
+    ("sql: a DDL event", None,
+     '{"source": {"db": "shop"}, "ddl": "ALTER TABLE items ADD c INT", "databaseName": "shop"}'),
+    ("sql: a transaction marker", None, '{"status": "BEGIN", "id": "tx-1", "event_count": null}'),
+    ("sql: a tombstone", '{"id": 3}', None),
+    ("sql: a column twice", '{"id": 11}', '{"after": {"id": 11, "id": 12}, "op": "c"}'),
+    ("sql: a fraction of a millisecond", '{"id": 12}', '{"after": {"id": 12}, "op": "c", "ts_ms": 1700000000000.5}'),
+    ("sql: invalid JSON", '{"id": 13}', '{"after": {"id": 13}, "op": "c"'),
+    ("sql: single quotes", '{"id": 14}', "{'after': {'id': 14}, 'op': 'c'}"),
+    ("sql: a string holding U+0000", '{"id": 15}', '{"after": {"id": 15, "s": "\\u0000x"}, "op": "c"}'),
+    ("sql: a number as op", '{"id": 16}', '{"after": {"id": 16}, "op": 1}'),
+    ("sql: a key that is not an object", '16', '{"after": {"id": 16}, "op": "c"}'),
+]
+
+
+def test_debezium_fast_parser_gives_the_sql_parsers_rows(lakehouse):
+    topic = "fast.shop.items"
+    land_edges(lakehouse, "debezium-json", topic, DEBEZIUM_EDGES)
+    bench = bench_lines("debezium-json")
+    lakehouse.ingest(bench, fmt="debezium-json")
+    fixtures = [line for name in ("cloudcanal.jsonl", "dtle.jsonl", "oms_debezium.jsonl")
+                for line in lines_of(FIXTURES / "debezium-json" / name)]
+    lakehouse.ingest(fixtures, fmt="debezium-json")
+    for i, path in enumerate(sorted((SHARED / "conformance" / "paimon" / "debezium").rglob("*.txt"))):
+        lakehouse.ingest(lines_of(path), fmt="debezium-json", topic=f"paimon.db{i}.t")
+
+    assert taken_by_jvm(lakehouse, "parse_debezium", topic, DEBEZIUM_EDGES) == expected_taken(DEBEZIUM_EDGES)
+    assert jvm_share(lakehouse, "parse_debezium", "bench.%") == 1.0, "the bench's messages are all common"
+    assert_same_rows(lakehouse, minimum=len(DEBEZIUM_EDGES) + len(bench))
