@@ -115,11 +115,19 @@
                         "case when r.key_msg.payload is not null then r.key_msg.payload"
                         ~ " when r.key_msg.`_corrupt` is null then r.key_marked end"
                     ) }} as key_values,
-                    case when r.msg.`schema` is not null then {{ cdc_unmark_json("to_json(map_from_entries(transform(
+                    {#- a column named twice or not named at all has no type: a map of
+                        them would fail the whole run (DUPLICATED_MAP_KEY, null map key) #}
+                    {%- set after_fields -%}
                         filter(
                             from_json(r.msg.`schema`, 'struct<fields: array<struct<field: string, fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>>>>>>').fields,
                             f -> f.field = 'after'
-                        )[0].fields,
+                        )[0].fields
+                    {%- endset %}
+                    case
+                        when r.msg.`schema` is not null
+                            and size(array_distinct(transform({{ after_fields }}, c -> c.field))) = size({{ after_fields }})
+                            and not exists({{ after_fields }}, c -> c.field is null)
+                            then {{ cdc_unmark_json("to_json(map_from_entries(transform(" ~ after_fields ~ ",
                         c -> struct(c.field, struct(c.type as type, c.name as name, c.parameters as parameters))
                     )))") }} end as column_types
                 from (

@@ -53,9 +53,22 @@ DEBEZIUM_EDGES: list[Edge] = [
      '{"after": {"id": 6}, "op": "i"}'),
     ("common, whitespace", ' { "id" : 7 } ',
      ' {\n "after" : { "id" : 7 } ,\n "op" : "c" ,\n "source" : { "file" : "bin.9" , "pos" : 10 } } \n'),
-    ("sql: a schema", '{"id": 8}',
-     '{"schema": {"type": "struct", "fields": [{"field": "after", "fields": [{"field": "id", "type": "int64"}]}]},'
-     ' "payload": {"after": {"id": 8}, "op": "c", "source": {"file": "bin.1", "pos": 1}}}'),
+    ("common, a schema",
+     '{"schema": {"type": "struct", "fields": [{"field": "id", "type": "int64"}]}, "payload": {"id": 8}}',
+     '{"schema": {"type": "struct", "fields": [{"field": "before", "type": "struct"}, {"field": "after",'
+     ' "type": "struct", "optional": true, "fields": [{"field": "id", "type": "int64", "optional": false},'
+     ' {"field": "price", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "version": 1,'
+     ' "parameters": {"scale": "10", "connect.decimal.precision": 30}}, {"field": "t\u00e9", "type": "string",'
+     ' "parameters": {}}]}, {"field": "op", "type": "string"}]},'
+     ' "payload": {"after": {"id": 8, "price": "AeJA", "t\u00e9": "x"}, "op": "c",'
+     ' "source": {"file": "bin.1", "pos": 1}}}'),
+    ("common, a schema without the after field", None,
+     '{"schema": {"type": "struct", "fields": [{"field": "op", "type": "string"}]},'
+     ' "payload": {"after": {"id": 81}, "op": "c", "source": {"file": "bin.1", "pos": 1}}}'),
+    ("sql: a schema naming a column twice", None,
+     '{"schema": {"type": "struct", "fields": [{"field": "after", "fields": [{"field": "id", "type": "int64"},'
+     ' {"field": "id", "type": "int32"}]}]}, "payload": {"after": {"id": 82}, "op": "c"}}'),
+    ("sql: a schema and a null payload", None, '{"schema": {"type": "struct"}, "payload": null}'),
     ("sql: a nested value", '{"id": 9}',
      '{"after": {"id": 9, "doc": {"a": [1, 2]}}, "op": "c", "source": {"file": "bin.1", "pos": 2}}'),
     ("sql: SQL Server", '{"id": 10}',

@@ -12,11 +12,11 @@ import cdc.lakehouse.Message.Obj;
  * {@code cdc_lakehouse.json.parse_debezium(value, key, topic, partition, offset)}: the common
  * Debezium change event read in one pass, as macros/formats/debezium_json.sql reads it.
  *
- * <p>Common here: an envelope without a {@code schema} (JsonConverter's schemas.enable=false,
- * or debezium-flat), a string {@code op}, flat before / after images, a key that is a flat
+ * <p>Common here: an envelope with a {@code schema} and a {@code payload} (JsonConverter's
+ * default), with the payload only, or flat (debezium-flat), a string {@code op}, flat before / after images, a key that is a flat
  * object or {@code {"payload": {...}}}, a source position of MySQL (file / pos / row), OMS
  * ({@code pos} as offset@seconds), PostgreSQL (lsn) or Oracle (scn), and epoch times as plain
- * integers. Anything else (a schema, DDL without op, transaction markers, SQL Server's
+ * integers. Anything else (DDL without op, transaction markers, SQL Server's
  * change_lsn, nested values, tombstones) returns null: the SQL parser reads it.
  */
 final class DebeziumFast {
@@ -33,11 +33,15 @@ final class DebeziumFast {
   private static InternalRow read(UTF8String value, UTF8String key, UTF8String topic, int partition, long offset)
       throws NotCommon {
     Obj msg = Message.parseObject(value);
-    if (msg.get("schema") != null) {
-      throw NotCommon.INSTANCE;
-    }
     Object payload = msg.get("payload");
     Obj env = payload == null ? msg : Message.object(payload);
+    UTF8String columnTypes = null;
+    if (msg.get("schema") != null) {
+      if (payload == null) {
+        throw NotCommon.INSTANCE;
+      }
+      columnTypes = columnTypes(Message.object(msg.get("schema")));
+    }
 
     String op = Message.string(env.get("op"));
     if (op == null || op.equals("BEGIN") || op.equals("END")) {
@@ -101,6 +105,7 @@ final class DebeziumFast {
     out.update(FastParsers.AFTER_VALUES, Message.imageMap(after));
     out.update(FastParsers.BEFORE_IMAGE, Message.imageText(before));
     out.update(FastParsers.AFTER_IMAGE, Message.imageText(after));
+    out.update(FastParsers.COLUMN_TYPES, columnTypes);
     String time = srcTs != null && !srcTs.equals("0") ? srcTs : Message.text(env.get("ts_ms"));
     out.update(FastParsers.EVENT_TIME, FastParsers.epochMicros(time));
 
@@ -134,6 +139,90 @@ final class DebeziumFast {
     out.update(FastParsers.TRANSACTION_ID, Message.utf8(firstNonNull(transactionId, gtid, txId)));
     out.update(FastParsers.STATEMENT, Message.utf8(ddl));
     return out;
+  }
+
+  /**
+   * The column types of a JsonConverter schema as the SQL parser writes them: the fields of the
+   * schema's {@code after} field, as {@code to_json} of a map of field name to
+   * {@code struct(type, name, parameters)} (null members left out, message order).
+   */
+  private static UTF8String columnTypes(Obj schema) throws NotCommon {
+    Object fields = schema.get("fields");
+    if (fields == null) {
+      return null;
+    }
+    if (!(fields instanceof java.util.List)) {
+      throw NotCommon.INSTANCE;
+    }
+    Obj after = null;
+    for (Object f : (java.util.List<?>) fields) {
+      Obj field = Message.object(f);
+      if (field != null && "after".equals(Message.string(field.get("field")))) {
+        if (after != null) {
+          throw NotCommon.INSTANCE;
+        }
+        after = field;
+      }
+    }
+    if (after == null) {
+      return null;
+    }
+    Object columns = after.get("fields");
+    if (columns == null) {
+      return null;
+    }
+    if (!(columns instanceof java.util.List)) {
+      throw NotCommon.INSTANCE;
+    }
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(256);
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    try (com.fasterxml.jackson.core.JsonGenerator g = Message.generator(out)) {
+      g.writeStartObject();
+      for (Object c : (java.util.List<?>) columns) {
+        Obj column = Message.object(c);
+        if (column == null) {
+          throw NotCommon.INSTANCE;
+        }
+        String name = Message.string(column.get("field"));
+        if (name == null || !seen.add(name)) {
+          throw NotCommon.INSTANCE;
+        }
+        String type = Message.string(column.get("type"));
+        String typeName = Message.string(column.get("name"));
+        Obj parameters = Message.object(column.get("parameters"));
+        g.writeFieldName(name);
+        g.writeStartObject();
+        if (type != null) {
+          g.writeStringField("type", type);
+        }
+        if (typeName != null) {
+          g.writeStringField("name", typeName);
+        }
+        if (parameters != null) {
+          g.writeFieldName("parameters");
+          g.writeStartObject();
+          for (int i = 0; i < parameters.names.size(); i++) {
+            g.writeFieldName(parameters.names.get(i));
+            Object v = parameters.values.get(i);
+            if (v == null) {
+              g.writeNull();
+            } else if (v instanceof String) {
+              g.writeString((String) v);
+            } else if (v instanceof Message.Token) {
+              g.writeRawValue(((Message.Token) v).text);
+            } else {
+              throw NotCommon.INSTANCE;
+            }
+          }
+          g.writeEndObject();
+        }
+        g.writeEndObject();
+      }
+      g.writeEndObject();
+    } catch (java.io.IOException e) {
+      throw NotCommon.INSTANCE;
+    }
+    return UTF8String.fromBytes(out.toByteArray());
   }
 
   /**

@@ -241,6 +241,11 @@ final class Message {
     return UTF8String.fromBytes(out.toByteArray());
   }
 
+  /** A generator of JSON text as Spark's writes it (Jackson's defaults, UTF-8). */
+  static JsonGenerator generator(ByteArrayOutputStream out) throws IOException {
+    return FACTORY.createGenerator(out, JsonEncoding.UTF8);
+  }
+
   private static void writeObject(JsonGenerator g, Obj obj) throws IOException, NotCommon {
     g.writeStartObject();
     int n = obj.names.size();
