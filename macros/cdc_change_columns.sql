@@ -83,6 +83,7 @@
     {%- endif %}
     {{ return({
         'parse_debezium_json': 'cdc_lakehouse.json.parse_debezium',
+        'parse_oms_json': 'cdc_lakehouse.json.parse_oms',
     }) }}
 {%- endmacro %}
 
