@@ -84,6 +84,7 @@
     {{ return({
         'parse_debezium_json': 'cdc_lakehouse.json.parse_debezium',
         'parse_oms_json': 'cdc_lakehouse.json.parse_oms',
+        'parse_maxwell_json': 'cdc_lakehouse.json.parse_maxwell',
     }) }}
 {%- endmacro %}
 
