@@ -73,7 +73,11 @@ final class FastParsers {
 
   /** As {@code coalesce(nullif(regexp_extract(part, '^0*([0-9]{1,38})$', 1), ''), '0')}. */
   private static String digits(String part) {
-    if (part == null || part.isEmpty()) {
+    if (part == null) {
+      return "0";
+    }
+    part = withoutFinalLineTerminator(part);
+    if (part.isEmpty()) {
       return "0";
     }
     int firstSignificant = -1;
@@ -91,6 +95,24 @@ final class FastParsers {
     }
     String d = part.substring(firstSignificant);
     return d.length() <= 38 ? d : "0";
+  }
+
+  /**
+   * The text before the final line terminator, if any: where a Java regular expression's
+   * {@code $} matches (after {@code \r\n} as one terminator, or one of \n \r U+0085 U+2028
+   * U+2029), as in {@code regexp_extract}.
+   */
+  private static String withoutFinalLineTerminator(String s) {
+    if (s.endsWith("\r\n")) {
+      return s.substring(0, s.length() - 2);
+    }
+    if (!s.isEmpty()) {
+      char c = s.charAt(s.length() - 1);
+      if (c == '\n' || c == '\r' || c == '\u0085' || c == '\u2028' || c == '\u2029') {
+        return s.substring(0, s.length() - 1);
+      }
+    }
+    return s;
   }
 
   private static void appendPart(StringBuilder b, String digits) {
