@@ -85,6 +85,7 @@
         'parse_debezium_json': 'cdc_lakehouse.json.parse_debezium',
         'parse_oms_json': 'cdc_lakehouse.json.parse_oms',
         'parse_maxwell_json': 'cdc_lakehouse.json.parse_maxwell',
+        'parse_canal_json': 'cdc_lakehouse.json.parse_canal',
     }) }}
 {%- endmacro %}
 

@@ -69,6 +69,8 @@ DEBEZIUM_EDGES: list[Edge] = [
      '{"schema": {"type": "struct", "fields": [{"field": "after", "fields": [{"field": "id", "type": "int64"},'
      ' {"field": "id", "type": "int32"}]}]}, "payload": {"after": {"id": 82}, "op": "c"}}'),
     ("sql: a schema and a null payload", None, '{"schema": {"type": "struct"}, "payload": null}'),
+    ("common, a position ending in a line break", '{"id": 83}',
+     '{"after": {"id": 83}, "op": "c", "source": {"file": "mysql-bin.000012", "pos": "4568\\n", "row": "0\\r\\n"}}'),
     ("sql: a nested value", '{"id": 9}',
      '{"after": {"id": 9, "doc": {"a": [1, 2]}}, "op": "c", "source": {"file": "bin.1", "pos": 2}}'),
     ("sql: SQL Server", '{"id": 10}',
