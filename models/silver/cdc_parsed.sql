@@ -85,6 +85,12 @@ records_for_{{ parser }} as (
 ),
 
 {%- set fast_parser = cdc_fast_parsers().get(parser) %}
+{#- the SQL parser is left out when the routing query saw the fast parser read every record
+    of these formats #}
+{%- set sql_needed = [not fast_parser] %}
+{%- for format_id in format_ids if fast_parser %}
+    {%- do sql_needed.append(plan.left_to_sql.get(format_id, 1) > 0) %}
+{%- endfor %}
 {%- if fast_parser %}
 
 fast_parsed_by_{{ parser }} as (
@@ -101,6 +107,8 @@ fast_parsed_by_{{ parser }} as (
 
 ),
 
+{%- if sql_needed | max %}
+
 left_to_sql_{{ parser }} as (
 
     {#- the SQL parser sees no text where the fast parser has read the message: its
@@ -113,10 +121,26 @@ left_to_sql_{{ parser }} as (
 
 ),
 {%- endif %}
+{%- endif %}
 
 parsed_by_{{ parser }} as (
 
+    {%- if not sql_needed | max %}
+    {#- a record the fast parser leaves after all (it read them all when the run was
+        planned) is quarantined with that reason, never lost #}
+    {%- set exprs = cdc_record_passthrough('f') %}
+    {%- do exprs.update({
+        'row_index': '0',
+        'parse_error': "'the fast parser " ~ fast_parser ~ " left this record, though it read it when "
+            ~ "the run was planned; build again with the var cdc_fast_parsers set to false'",
+    }) %}
+    select
+        {{ cdc_parser_select(exprs) }}
+    from fast_parsed_by_{{ parser }} as f
+    where f.resolved_format in ('{{ format_ids | join("', '") }}')
+    {%- else %}
     {{ context[parser](('left_to_sql_' if fast_parser else 'records_for_') ~ parser, format_ids) }}
+    {%- endif %}
 
 ),
 {%- endfor %}

@@ -13,13 +13,14 @@ and, when ../shared is beside the checkout, Apache Paimon's real messages.
 
 from __future__ import annotations
 
-from conftest import SHARED
+from conftest import DBT_TARGET, SHARED
 from fast_parser_check import (
     FIXTURES,
     Edge,
     assert_same_rows,
     bench_lines,
     expected_taken,
+    generate,
     jvm_share,
     land_edges,
     lines_of,
@@ -78,7 +79,7 @@ DEBEZIUM_EDGES: list[Edge] = [
     ("sql: a DDL event", None,
      '{"source": {"db": "shop"}, "ddl": "ALTER TABLE items ADD c INT", "databaseName": "shop"}'),
     ("sql: a transaction marker", None, '{"status": "BEGIN", "id": "tx-1", "event_count": null}'),
-    ("sql: a tombstone", '{"id": 3}', None),
+    ("common, a tombstone", '{"id": 3}', None),
     ("sql: a column twice", '{"id": 11}', '{"after": {"id": 11, "id": 12}, "op": "c"}'),
     ("sql: a fraction of a millisecond", '{"id": 12}', '{"after": {"id": 12}, "op": "c", "ts_ms": 1700000000000.5}'),
     ("sql: invalid JSON", '{"id": 13}', '{"after": {"id": 13}, "op": "c"'),
@@ -103,3 +104,20 @@ def test_debezium_fast_parser_gives_the_sql_parsers_rows(lakehouse):
     assert taken_by_jvm(lakehouse, "parse_debezium", topic, DEBEZIUM_EDGES) == expected_taken(DEBEZIUM_EDGES)
     assert jvm_share(lakehouse, "parse_debezium", "bench.%") == 1.0, "the bench's messages are all common"
     assert_same_rows(lakehouse, minimum=len(DEBEZIUM_EDGES) + len(bench))
+
+
+def test_common_messages_alone_compile_no_sql_parser(lakehouse):
+    # Every message of the four bench formats is common (tombstones too): the routing query
+    # sees the fast parsers read them all, and silver compiles in neither SQL parser nor the
+    # nulling of texts for it, with the same rows as the SQL parsers give.
+    lines = [line for fmt in generate.FORMATS for line in bench_lines(fmt, changes=1500)]
+    lakehouse.ingest(lines)
+    topic_formats = {"cdc_topic_formats": generate.topic_formats()}
+    assert_same_rows(lakehouse, minimum=len(lines), extra_vars=topic_formats)
+    compiled = (DBT_TARGET / "run" / "cdc_lakehouse" / "models" / "silver" / "cdc_parsed.sql").read_text()
+    for function in ("parse_debezium", "parse_canal", "parse_maxwell", "parse_oms"):
+        assert f"cdc_lakehouse.json.{function}(value_text" in compiled
+    assert "left_to_sql_" not in compiled
+    assert "from_json" not in compiled.split("unparsable as (")[0]
+    kinds = lakehouse.rows("select record_kind, count(*) as n from silver.cdc_parsed group by record_kind")
+    assert {r["record_kind"] for r in kinds} == {"change", "control"}

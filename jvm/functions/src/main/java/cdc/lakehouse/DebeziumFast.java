@@ -17,7 +17,7 @@ import cdc.lakehouse.Message.Obj;
  * object or {@code {"payload": {...}}}, a source position of MySQL (file / pos / row), OMS
  * ({@code pos} as offset@seconds), PostgreSQL (lsn) or Oracle (scn), and epoch times as plain
  * integers. Anything else (DDL without op, transaction markers, SQL Server's
- * change_lsn, nested values, tombstones) returns null: the SQL parser reads it.
+ * change_lsn, nested values) returns null: the SQL parser reads it.
  */
 final class DebeziumFast {
   private DebeziumFast() {}
@@ -32,6 +32,9 @@ final class DebeziumFast {
 
   private static InternalRow read(UTF8String value, UTF8String key, UTF8String topic, int partition, long offset)
       throws NotCommon {
+    if (value == null) {
+      return tombstone(key, topic, partition, offset);
+    }
     Obj msg = Message.parseObject(value);
     Object payload = msg.get("payload");
     Obj env = payload == null ? msg : Message.object(payload);
@@ -138,6 +141,25 @@ final class DebeziumFast {
         FastParsers.applyOrder(new String[] {seq1, seq2, seq3}, partition, offset, 0));
     out.update(FastParsers.TRANSACTION_ID, Message.utf8(firstNonNull(transactionId, gtid, txId)));
     out.update(FastParsers.STATEMENT, Message.utf8(ddl));
+    return out;
+  }
+
+  /**
+   * The null-value record that follows a delete (tombstones.on.delete): a control event
+   * carrying the record key, its table from the topic name, as the SQL parser gives it.
+   */
+  private static InternalRow tombstone(UTF8String key, UTF8String topic, int partition, long offset)
+      throws NotCommon {
+    MapData keyValues = keyValues(key);
+    String[] topicParts = topic == null ? new String[0] : topic.toString().split("\\.", -1);
+    GenericInternalRow out = FastParsers.newRow();
+    out.update(FastParsers.ROW_INDEX, 0);
+    out.update(FastParsers.VENDOR_OP, UTF8String.fromString("<tombstone>"));
+    out.update(FastParsers.SOURCE_DATABASE, Message.utf8(part(topicParts, 1)));
+    out.update(FastParsers.SOURCE_TABLE, Message.utf8(part(topicParts, 2)));
+    out.update(FastParsers.KEY_COLUMNS, keyValues == null ? null : keyValues.keyArray());
+    out.update(FastParsers.KEY_VALUES, keyValues);
+    out.update(FastParsers.APPLY_ORDER, FastParsers.applyOrder(new String[] {null, null, null}, partition, offset, 0));
     return out;
   }
 
