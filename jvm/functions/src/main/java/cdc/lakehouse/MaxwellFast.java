@@ -1,11 +1,7 @@
 package cdc.lakehouse;
 
-import java.io.IOException;
-import java.io.StringWriter;
 import java.util.List;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -37,7 +33,6 @@ final class MaxwellFast {
   private MaxwellFast() {}
 
   /** As Spark's to_json builds its generator: a default factory, over a Writer. */
-  private static final JsonFactory FACTORY = new JsonFactory();
 
   /** row_in_transaction of the last row of a transaction (commit=true, no xoffset). */
   private static final String COMMIT_ROW = "99999999999999999999";
@@ -141,8 +136,8 @@ final class MaxwellFast {
     out.update(FastParsers.KEY_VALUES, keyValues);
     out.update(FastParsers.BEFORE_VALUES, Message.imageMap(before));
     out.update(FastParsers.AFTER_VALUES, Message.imageMap(after));
-    out.update(FastParsers.BEFORE_IMAGE, mapText(before));
-    out.update(FastParsers.AFTER_IMAGE, mapText(after));
+    out.update(FastParsers.BEFORE_IMAGE, Message.mapJson(before));
+    out.update(FastParsers.AFTER_IMAGE, Message.mapJson(after));
     out.update(FastParsers.EVENT_TIME, FastParsers.epochMicros(ts));
     out.update(FastParsers.VENDOR_SEQUENCE, Message.utf8(position));
     out.update(FastParsers.APPLY_ORDER,
@@ -172,7 +167,7 @@ final class MaxwellFast {
       if (v instanceof Token && marked) {
         out[i] = UTF8String.fromString(Message.MARK + ((Token) v).text);
       } else if (v == null || v instanceof String) {
-        out[i] = Message.utf8(checkSurrogates((String) v));
+        out[i] = Message.utf8(Message.wellFormed((String) v));
       } else {
         throw NotCommon.INSTANCE;
       }
@@ -264,58 +259,5 @@ final class MaxwellFast {
     return c == '\n' || c == '\r' || c == '\u0085' || c == '\u2028' || c == '\u2029';
   }
 
-  /**
-   * {@code cdc_map_to_json} of an image's map: unmark(to_json(map)). Not Message.imageText,
-   * which gives Spark's from_json text of a nested object (Jackson's UTF-8 generator, which
-   * writes a character beyond the BMP as an escaped surrogate pair): to_json writes through a Writer
-   * and keeps such a character as it is. Numbers and booleans are written as their tokens,
-   * nulls as null; a lone surrogate is not common.
-   */
-  private static UTF8String mapText(Obj image) throws NotCommon {
-    if (image == null) {
-      return null;
-    }
-    StringWriter w = new StringWriter(256);
-    try (JsonGenerator g = FACTORY.createGenerator(w)) {
-      g.writeStartObject();
-      int n = image.names.size();
-      for (int i = 0; i < n; i++) {
-        g.writeFieldName(checkSurrogates(image.names.get(i)));
-        Object v = image.values.get(i);
-        if (v == null) {
-          g.writeNull();
-        } else if (v instanceof String) {
-          g.writeString(checkSurrogates((String) v));
-        } else if (v instanceof Token) {
-          g.writeRawValue(((Token) v).text);
-        } else {
-          throw NotCommon.INSTANCE;
-        }
-      }
-      g.writeEndObject();
-    } catch (IOException | RuntimeException e) {
-      throw NotCommon.INSTANCE;
-    }
-    return UTF8String.fromString(w.toString());
-  }
 
-  /** {@code s} when every surrogate in it is half of a pair; a lone one is not common. */
-  private static String checkSurrogates(String s) throws NotCommon {
-    if (s == null) {
-      return null;
-    }
-    int n = s.length();
-    for (int i = 0; i < n; i++) {
-      char c = s.charAt(i);
-      if (Character.isHighSurrogate(c)) {
-        if (i + 1 >= n || !Character.isLowSurrogate(s.charAt(i + 1))) {
-          throw NotCommon.INSTANCE;
-        }
-        i++;
-      } else if (Character.isLowSurrogate(c)) {
-        throw NotCommon.INSTANCE;
-      }
-    }
-    return s;
-  }
 }

@@ -2,6 +2,7 @@ package cdc.lakehouse;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -263,5 +264,59 @@ final class Message {
       }
     }
     g.writeEndObject();
+  }
+
+  /**
+   * An image as {@code cdc_map_to_json} writes its map: Spark's to_json of a map (Jackson's
+   * generator over a character writer: compact, its escapes, characters beyond the BMP as they
+   * are, unlike {@link Message#imageText}, whose UTF-8 generator escapes them as surrogate
+   * pairs) with numbers and booleans as their tokens. A string holding a lone surrogate is not
+   * common (Spark would have turned it into '?' before writing).
+   */
+  static UTF8String mapJson(Obj image) throws NotCommon {
+    if (image == null) {
+      return null;
+    }
+    StringWriter out = new StringWriter(256);
+    try (JsonGenerator g = FACTORY.createGenerator(out)) {
+      g.writeStartObject();
+      int n = image.names.size();
+      for (int i = 0; i < n; i++) {
+        g.writeFieldName(wellFormed(image.names.get(i)));
+        Object v = image.values.get(i);
+        if (v == null) {
+          g.writeNull();
+        } else if (v instanceof String) {
+          g.writeString(wellFormed((String) v));
+        } else if (v instanceof Token) {
+          g.writeRawValue(((Token) v).text);
+        } else {
+          throw NotCommon.INSTANCE;
+        }
+      }
+      g.writeEndObject();
+    } catch (IOException | RuntimeException e) {
+      throw NotCommon.INSTANCE;
+    }
+    return UTF8String.fromString(out.toString());
+  }
+
+  /** The string itself (null stays null); a lone surrogate is not common. */
+  static String wellFormed(String s) throws NotCommon {
+    if (s == null) {
+      return null;
+    }
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (Character.isHighSurrogate(c)) {
+        if (i + 1 >= s.length() || !Character.isLowSurrogate(s.charAt(i + 1))) {
+          throw NotCommon.INSTANCE;
+        }
+        i++;
+      } else if (Character.isLowSurrogate(c)) {
+        throw NotCommon.INSTANCE;
+      }
+    }
+    return s;
   }
 }

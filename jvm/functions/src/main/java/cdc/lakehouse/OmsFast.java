@@ -1,12 +1,8 @@
 package cdc.lakehouse;
 
-import java.io.IOException;
-import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.List;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
@@ -34,7 +30,6 @@ import cdc.lakehouse.Message.Obj;
 final class OmsFast {
   private OmsFast() {}
 
-  private static final JsonFactory FACTORY = new JsonFactory();
   private static final String LIGHT_TYPE = "__light_type";
   private static final char KEY_SEPARATOR = '\u0001';
 
@@ -149,8 +144,8 @@ final class OmsFast {
     out.update(FastParsers.KEY_VALUES, keyValues);
     out.update(FastParsers.BEFORE_VALUES, values(before, keyNames, keyParts, keyValues != null));
     out.update(FastParsers.AFTER_VALUES, values(after, keyNames, keyParts, keyValues != null));
-    out.update(FastParsers.BEFORE_IMAGE, mapJson(before));
-    out.update(FastParsers.AFTER_IMAGE, mapJson(after));
+    out.update(FastParsers.BEFORE_IMAGE, Message.mapJson(before));
+    out.update(FastParsers.AFTER_IMAGE, Message.mapJson(after));
     out.update(FastParsers.EVENT_TIME, FastParsers.epochMicros(tsSeconds));
 
     String sequence = firstNonNull(storeSequence, tsSeconds, checkpoint);
@@ -175,57 +170,6 @@ final class OmsFast {
     out.update(FastParsers.APPLY_ORDER, applyOrder);
     out.update(FastParsers.TRANSACTION_ID, Message.utf8(transId));
     return out;
-  }
-
-  /**
-   * An image as {@code cdc_map_to_json} writes its map: Spark's to_json of a map (Jackson's
-   * generator over a character writer: compact, its escapes, characters beyond the BMP as they
-   * are, unlike {@link Message#imageText}, whose UTF-8 generator escapes them as surrogate
-   * pairs) with numbers and booleans as their tokens. A string holding a lone surrogate is not
-   * common (Spark would have turned it into '?' before writing).
-   */
-  private static UTF8String mapJson(Obj image) throws NotCommon {
-    if (image == null) {
-      return null;
-    }
-    StringWriter out = new StringWriter(256);
-    try (JsonGenerator g = FACTORY.createGenerator(out)) {
-      g.writeStartObject();
-      int n = image.names.size();
-      for (int i = 0; i < n; i++) {
-        g.writeFieldName(wellFormed(image.names.get(i)));
-        Object v = image.values.get(i);
-        if (v == null) {
-          g.writeNull();
-        } else if (v instanceof String) {
-          g.writeString(wellFormed((String) v));
-        } else if (v instanceof Message.Token) {
-          g.writeRawValue(((Message.Token) v).text);
-        } else {
-          throw NotCommon.INSTANCE;
-        }
-      }
-      g.writeEndObject();
-    } catch (IOException | RuntimeException e) {
-      throw NotCommon.INSTANCE;
-    }
-    return UTF8String.fromString(out.toString());
-  }
-
-  /** The string itself; a lone surrogate is not common. */
-  private static String wellFormed(String s) throws NotCommon {
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      if (Character.isHighSurrogate(c)) {
-        if (i + 1 >= s.length() || !Character.isLowSurrogate(s.charAt(i + 1))) {
-          throw NotCommon.INSTANCE;
-        }
-        i++;
-      } else if (Character.isLowSurrogate(c)) {
-        throw NotCommon.INSTANCE;
-      }
-    }
-    return s;
   }
 
   /**
