@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cdc_messages import Raw
@@ -205,3 +206,21 @@ def canal_history(fmt: str, seed: int, changes: int = 70) -> CanalTable:
         else:
             t.ddl(f"ALTER TABLE orders ADD COLUMN c{rng.randint(1, 99)} INT")
     return t
+
+
+def paimon_messages(path: Path) -> list[str]:
+    """The messages of one of Paimon's canal sample files: after the license block, one per line (or spread)."""
+    text = path.read_text(encoding="utf-8")
+    body = text[text.index("*/") + 2:] if text.lstrip().startswith("/*") else text
+    messages, pending = [], ""
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        pending = f"{pending} {line.strip()}" if pending else line.strip()
+        try:
+            json.loads(pending)
+        except ValueError:
+            continue
+        messages.append(pending)
+        pending = ""
+    return messages + ([pending] if pending else [])

@@ -13,9 +13,7 @@ is beside the checkout, Apache Paimon's real canal messages.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
+from canal_messages import paimon_messages
 from conftest import SHARED
 from fast_parser_check import (
     FIXTURES,
@@ -187,24 +185,6 @@ CANAL_EDGES: list[Edge] = [
 ]
 
 
-def _messages(path: Path) -> list[str]:
-    """The messages of a Paimon sample file: after the license block, one per line (or spread)."""
-    text = path.read_text(encoding="utf-8")
-    body = text[text.index("*/") + 2:] if text.lstrip().startswith("/*") else text
-    messages, pending = [], ""
-    for line in body.splitlines():
-        if not line.strip():
-            continue
-        pending = f"{pending} {line.strip()}" if pending else line.strip()
-        try:
-            json.loads(pending)
-        except ValueError:
-            continue
-        messages.append(pending)
-        pending = ""
-    return messages + ([pending] if pending else [])
-
-
 def test_canal_fast_parser_gives_the_sql_parsers_rows(lakehouse):
     topic = "fast.shop.items"
     land_edges(lakehouse, "canal-json", topic, CANAL_EDGES)
@@ -213,7 +193,7 @@ def test_canal_fast_parser_gives_the_sql_parsers_rows(lakehouse):
     for path in sorted((FIXTURES / "canal-json").glob("*.jsonl")):
         lakehouse.ingest(lines_of(path), fmt="canal-json", topic=f"canal.vendor.{path.stem}")
     for i, path in enumerate(sorted((SHARED / "conformance" / "paimon" / "canal").rglob("*.txt"))):
-        lakehouse.ingest(_messages(path), fmt="canal-json", topic=f"paimon.canal.t{i}")
+        lakehouse.ingest(paimon_messages(path), fmt="canal-json", topic=f"paimon.canal.t{i}")
 
     assert taken_by_jvm(lakehouse, "parse_canal", topic, CANAL_EDGES) == expected_taken(CANAL_EDGES)
     assert jvm_share(lakehouse, "parse_canal", "bench.%") == 1.0, "the bench's messages are all common"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from canal_messages import TYPES, CanalTable, as_text, canal_history, dumps, pk_json
+from canal_messages import TYPES, CanalTable, as_text, canal_history, dumps, paimon_messages, pk_json
 from cdc_messages import Raw, envelope
 from conftest import SHARED, InProcessLakehouse, needs_shared
 from scenarios import hard_delivery
@@ -193,24 +193,6 @@ DETECT = {name: (value.replace("§", "detect_" + name.replace("-", "_")), fmt)
 
 # --- Paimon's canal samples -------------------------------------------------------------
 
-def _paimon_messages(path: Path) -> list[str]:
-    """The messages of one sample file: after the license block, one per line (or spread)."""
-    text = path.read_text(encoding="utf-8")
-    body = text[text.index("*/") + 2:] if text.lstrip().startswith("/*") else text
-    messages, pending = [], ""
-    for line in body.splitlines():
-        if not line.strip():
-            continue
-        pending = f"{pending} {line.strip()}" if pending else line.strip()
-        try:
-            json.loads(pending)
-        except ValueError:
-            continue
-        messages.append(pending)
-        pending = ""
-    return messages + ([pending] if pending else [])
-
-
 def _paimon_units(root: Path) -> dict[str, list[str]]:
     """Paimon's scenarios: a folder's files in order (table/event: one scenario per file)."""
     units: dict[str, list[str]] = {}
@@ -218,9 +200,9 @@ def _paimon_units(root: Path) -> dict[str, list[str]]:
         files = sorted(folder.glob("*.txt"))
         if folder.name == "event":
             for f in files:
-                units[str(f.relative_to(root))] = _paimon_messages(f)
+                units[str(f.relative_to(root))] = paimon_messages(f)
         else:
-            units[str(folder.relative_to(root))] = [m for f in files for m in _paimon_messages(f)]
+            units[str(folder.relative_to(root))] = [m for f in files for m in paimon_messages(f)]
     return units
 
 
