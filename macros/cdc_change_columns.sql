@@ -104,8 +104,7 @@
         'source_format': alias ~ '.resolved_format',
         'raw_value': 'case when ' ~ alias ~ '.value_is_utf8 then cast(' ~ alias ~ '.value as string) end',
         'raw_value_base64': 'case when not ' ~ alias ~ '.value_is_utf8 then base64(' ~ alias ~ '.value) end',
-        'raw_key': 'case when is_valid_utf8(cast(' ~ alias ~ '.key as string)) then cast(' ~ alias ~ '.key as string)'
-            ~ ' else base64(' ~ alias ~ '.key) end',
+        'raw_key': 'coalesce(' ~ cdc_utf8_text(alias ~ '.key') ~ ', base64(' ~ alias ~ '.key))',
         '_fast': alias ~ '.fast',
     }) }}
 {%- endmacro %}

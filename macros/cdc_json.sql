@@ -93,6 +93,17 @@
     {{ cdc_unmark_json('to_json(' ~ value_map ~ ')') }}
 {%- endmacro %}
 
+{% macro cdc_utf8_text(bytes) -%}
+    {#- Binary -> its text when it is valid UTF-8, else null (null stays null). The JVM
+        function tests the (nearly always ASCII) bytes eight at a time and leaves the rest to
+        Spark's own check, which alone was a tenth of the parse's time. -#}
+    {%- if cdc_jvm_functions() -%}
+    cdc_lakehouse.json.utf8_text({{ bytes }})
+    {%- else -%}
+    case when is_valid_utf8(cast({{ bytes }} as string)) then cast({{ bytes }} as string) end
+    {%- endif -%}
+{%- endmacro %}
+
 {% macro cdc_image_shape(image) -%}
     {#- A JSON object text -> its shape: a JSON object with the same members in the same order,
         each null where the image's is and 1 elsewhere, so that from_json(shape,

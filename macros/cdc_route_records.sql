@@ -37,11 +37,10 @@
     from (
         select
             r.*,
-            is_valid_utf8(cast(r.value as string)) as value_is_utf8,
-            case when is_valid_utf8(cast(r.value as string)) then cast(r.value as string) end
-                as value_text,
-            case when is_valid_utf8(cast(r.key as string)) then cast(r.key as string) end
-                as key_text
+            {#- null for a null value, as is_valid_utf8 gives #}
+            case when r.value is not null then {{ cdc_utf8_text('r.value') }} is not null end as value_is_utf8,
+            {{ cdc_utf8_text('r.value') }} as value_text,
+            {{ cdc_utf8_text('r.key') }} as key_text
         from {{ records }} as r
     ) as rec
     {%- if detect %}

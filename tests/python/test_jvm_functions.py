@@ -161,3 +161,40 @@ def test_a_shape_parses_to_the_keys_and_nulls_of_its_image(texts):
                  "an invalid escape", "an array", "a trailing comma", "unterminated string", "not an object"):
         assert shapes[name] == dict(SHAPE_TEXTS + TEXTS)[name], name
     assert shapes["null"] is None
+
+
+def _utf8_cases() -> list[tuple[str, bytes | None]]:
+    """Byte strings on both sides of UTF-8 validity, at every offset of the eight-byte steps."""
+    cases: list[tuple[str, bytes | None]] = [("null", None), ("empty", b"")]
+    bad = {
+        "lone continuation": b"\x80", "overlong slash": b"\xc0\xaf", "overlong NUL": b"\xe0\x80\x80",
+        "UTF-16 surrogate": b"\xed\xa0\x80", "above U+10FFFF": b"\xf4\x90\x80\x80", "truncated": b"\xe2\x82",
+        "invalid byte": b"\xff", "Latin-1 e-acute": b"\xe9",
+    }
+    good = {"e-acute": "é".encode(), "euro": "€".encode(), "emoji": "😀".encode(), "CJK": "中".encode()}
+    for prefix in range(10):
+        ascii_text = b'{"k": "' + b"x" * prefix
+        for name, tail in bad.items():
+            cases.append((f"{name} after {prefix}", ascii_text + tail + b'"}'))
+        for name, tail in good.items():
+            cases.append((f"{name} after {prefix}", ascii_text + tail + b'"}'))
+        cases.append((f"ascii {prefix}", ascii_text + b'"}'))
+        cases.append((f"DEL and NUL {prefix}", ascii_text + b'\x7f\x00"}'))
+    return cases
+
+
+def test_utf8_text_gives_what_is_valid_utf8_gives(texts):
+    """cdc_lakehouse.json.utf8_text (ASCII checked eight bytes at a time) is the text exactly
+    when Spark's is_valid_utf8 says the bytes are valid, and null otherwise."""
+    spark = texts
+    cases = _utf8_cases()
+    spark.createDataFrame(cases, "name string, value binary").createOrReplaceTempView("byte_strings")
+    jvm = _compiled_expression("cdc_utf8_text('value')", jvm=True).replace("texts", "byte_strings")
+    regular = _compiled_expression("cdc_utf8_text('value')", jvm=False).replace("texts", "byte_strings")
+    assert "cdc_lakehouse.json.utf8_text" in jvm and "is_valid_utf8" in regular
+    got = {r["name"]: r["out"] for r in spark.sql(jvm.replace("select", "select name,", 1)).collect()}
+    expected = {r["name"]: r["out"] for r in spark.sql(regular.replace("select", "select name,", 1)).collect()}
+    assert got == expected
+    # both sides of the check are there: invalid bytes give null, valid ones their text
+    assert got["UTF-16 surrogate after 7"] is None and got["Latin-1 e-acute after 0"] is None
+    assert got["emoji after 9"] == '{"k": "xxxxxxxxx😀"}' and got["null"] is None and got["empty"] == ""

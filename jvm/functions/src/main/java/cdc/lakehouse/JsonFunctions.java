@@ -9,18 +9,21 @@ import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
+import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * The project's JVM functions as a Spark function catalog: SQL calls them as
- * {@code cdc_lakehouse.json.mark(text)}, {@code cdc_lakehouse.json.unmark(text)} and
- * {@code cdc_lakehouse.json.shape(text)} in a session
+ * {@code cdc_lakehouse.json.mark(text)}, {@code cdc_lakehouse.json.unmark(text)},
+ * {@code cdc_lakehouse.json.shape(text)}, {@code cdc_lakehouse.json.utf8_text(bytes)} and the fast
+ * parsers ({@code parse_debezium}, ...) in a session
  * with {@code spark.sql.catalog.cdc_lakehouse=cdc.lakehouse.JsonFunctions} and this jar on its
  * classpath (ingestion/lakehouse/session.py and profiles/profiles.yml set both).
  *
@@ -53,7 +56,8 @@ public final class JsonFunctions implements FunctionCatalog {
     return new Identifier[] {
       Identifier.of(NAMESPACE, "mark"), Identifier.of(NAMESPACE, "unmark"), Identifier.of(NAMESPACE, "shape"),
       Identifier.of(NAMESPACE, "parse_debezium"), Identifier.of(NAMESPACE, "parse_maxwell"),
-      Identifier.of(NAMESPACE, "parse_oms"), Identifier.of(NAMESPACE, "parse_canal")
+      Identifier.of(NAMESPACE, "parse_oms"), Identifier.of(NAMESPACE, "parse_canal"),
+      Identifier.of(NAMESPACE, "utf8_text")
     };
   }
 
@@ -68,6 +72,9 @@ public final class JsonFunctions implements FunctionCatalog {
       }
       if (ident.name().equals("shape")) {
         return new OneString(new Shape());
+      }
+      if (ident.name().equals("utf8_text")) {
+        return new OneBinary();
       }
       switch (ident.name()) {
         case "parse_debezium":
@@ -113,6 +120,83 @@ public final class JsonFunctions implements FunctionCatalog {
     @Override
     public String name() {
       return bound.name();
+    }
+  }
+
+  /** Binds {@code utf8_text} to exactly one binary argument, with a message naming it. */
+  private static final class OneBinary implements UnboundFunction {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public BoundFunction bind(StructType inputType) {
+      StructField[] fields = inputType.fields();
+      if (fields.length != 1 || !(fields[0].dataType() instanceof BinaryType)) {
+        throw new UnsupportedOperationException(
+            "cdc_lakehouse.json.utf8_text takes one binary, got " + inputType.simpleString());
+      }
+      return new Utf8Text();
+    }
+
+    @Override
+    public String description() {
+      return "utf8_text(binary) -> string: the bytes as text when they are valid UTF-8, else null";
+    }
+
+    @Override
+    public String name() {
+      return "utf8_text";
+    }
+  }
+
+  /**
+   * {@code cdc_lakehouse.json.utf8_text(bytes)}: the bytes as a string when they are valid UTF-8,
+   * else null; what {@code case when is_valid_utf8(cast(b as string)) then cast(b as string) end}
+   * gives. Spark's check decodes every code point; a Kafka message is almost always ASCII, which
+   * this tests eight bytes at a time, leaving only the rest to Spark's own check (the same
+   * answer by construction). It was a tenth of the parse's CPU time.
+   */
+  public static final class Utf8Text implements ScalarFunction<UTF8String> {
+    private static final long serialVersionUID = 1L;
+    private static final long HIGH_BITS = 0x8080808080808080L;
+
+    @Override
+    public DataType[] inputTypes() {
+      return new DataType[] {DataTypes.BinaryType};
+    }
+
+    @Override
+    public DataType resultType() {
+      return DataTypes.StringType;
+    }
+
+    @Override
+    public String name() {
+      return "utf8_text";
+    }
+
+    /** Spark's "magic method": called directly from generated code, nulls included. */
+    public static UTF8String invoke(byte[] bytes) {
+      if (bytes == null) {
+        return null;
+      }
+      UTF8String text = UTF8String.fromBytes(bytes);
+      return isAscii(bytes) || text.isValid() ? text : null;
+    }
+
+    static boolean isAscii(byte[] bytes) {
+      int i = 0;
+      int whole = bytes.length & ~7;
+      for (; i < whole; i += 8) {
+        if ((Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HIGH_BITS) != 0) {
+          return false;
+        }
+      }
+      for (; i < bytes.length; i++) {
+        if (bytes[i] < 0) {
+          return false;
+        }
+      }
+      return true;
     }
   }
 
