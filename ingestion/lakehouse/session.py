@@ -52,6 +52,20 @@ def metastore_driver(url: str) -> str:
     return os.environ.get("LAKEHOUSE_METASTORE_DRIVER", default)
 
 
+#: Columns written without Parquet dictionary encoding: every value distinct or nearly (raw
+#: messages, row images, keys, orders, ids), so the writer fills a dictionary page per column
+#: chunk only to drop it. A first build of 1M changes wrote gold.cdc_history in 4.4-5.1 s
+#: without their dictionaries against 5.9-6.0 s with, in files of the same size (bench/README).
+#: Parquet's per-column setting (parquet.enable.dictionary#<column>) matches by name, in any
+#: table; the few tables with a low-cardinality column of one of these names are small.
+NO_DICTIONARY_COLUMNS = (
+    "value", "key",  # bronze
+    "record_id", "before_image", "after_image", "raw_value", "raw_value_base64", "raw_key",  # silver
+    "pk", "before_pk", "vendor_sequence", "apply_order", "change_id",  # silver and gold
+    "version_id", "row", "next_apply_order",  # gold.cdc_history
+)
+
+
 def spark_conf(root: Path | None = None) -> dict[str, str]:
     """Spark settings of the lakehouse rooted at ``root`` (``LAKEHOUSE_DIR``), from the environment."""
     root = root or lakehouse_dir()
@@ -111,6 +125,7 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         # Optimized writes add a shuffle to every write; the models write few, large files anyway.
         "spark.databricks.delta.optimizeWrite.enabled": "false",
         "spark.databricks.delta.snapshotPartitions": "2",
+        **{f"spark.hadoop.parquet.enable.dictionary#{column}": "false" for column in NO_DICTIONARY_COLUMNS},
     }
 
 
