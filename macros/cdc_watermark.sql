@@ -21,7 +21,7 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set last_commit = run_query('describe history ' ~ this ~ ' limit 1').rows -%}
-    {%- if last_commit and last_commit[0]['operation'] in ('MERGE', 'WRITE') and last_commit[0]['userMetadata'] -%}
+    {%- if last_commit and last_commit[0]['operation'] in cdc_watermark_operations() and last_commit[0]['userMetadata'] -%}
         {%- set recorded = fromjson(last_commit[0]['userMetadata'], {}) -%}
         {%- set mark = recorded.get('cdc_lakehouse_watermark') if recorded is mapping else none -%}
         {%- if mark is mapping and mark.get('table') == (this | string) and mark.get('ingested_at') -%}
@@ -39,6 +39,12 @@
         {{ _cdc_earlier_layout() }}
     {%- endif -%}
     {{ return(newest['newest']) }}
+{%- endmacro %}
+
+{% macro cdc_watermark_operations() -%}
+    {#- the Delta operations of a model's own write: an incremental run's MERGE or append
+        (WRITE), and a first build's or full refresh's create of the table -#}
+    {{ return(['MERGE', 'WRITE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT']) }}
 {%- endmacro %}
 
 {% macro _cdc_earlier_layout() -%}
@@ -85,8 +91,9 @@
         next run. Sets the session's spark.databricks.delta.commitInfo.userMetadata at compile
         time, right before the model's statements run; the model's post-hook
         cdc_forget_watermark() unsets it. The model must then read nothing newer than
-        `ingested_at`. The layout of its apply orders is recorded with it. The table's name and the operation (MERGE, WRITE) in the reader's check
-        keep a value that outlived a failed model out of any other table.
+        `ingested_at`. The layout of its apply orders is recorded with it. The table's name
+        and the operation (a model's own write, cdc_watermark_operations) in the reader's
+        check keep a value that outlived a failed model out of any other table.
     -#}
     {%- if execute and ingested_at is not none -%}
         {%- set value = tojson({'cdc_lakehouse_watermark': {
@@ -99,6 +106,21 @@
 {% macro cdc_forget_watermark() -%}
     {#- post-hook of a model that called cdc_record_watermark: later commits record nothing -#}
     reset spark.databricks.delta.commitInfo.userMetadata
+{%- endmacro %}
+
+{% macro cdc_change_counts(changes) -%}
+    {#- What a first build reads, at compile time: {'changes': how many, 'truncations': how
+        many truncates, 'up_to': the newest ingested_at (a string, none without changes: the
+        model reads up to it and records it, cdc_record_watermark)}; none outside execution.
+        One pass over two columns of silver. -#}
+    {%- if not execute -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set row = run_query(
+        'select count(*) as changes, count_if(op = \'t\') as truncations, cast(max(ingested_at) as string) as up_to'
+        ~ ' from ' ~ changes
+    ).rows[0] -%}
+    {{ return({'changes': row['changes'], 'truncations': row['truncations'], 'up_to': row['up_to']}) }}
 {%- endmacro %}
 
 {% macro cdc_new_change_counts(changes, watermark, latest_versions, broadcast_limit=250000) -%}

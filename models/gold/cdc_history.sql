@@ -42,11 +42,16 @@
     '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)',
     broadcast_limit
 ) %}
-{#- no truncate among the new changes: truncated_keys is empty at compile time, and the scan
+{#- a first build reads the changes up to the newest one there now, and knows whether any is a
+    truncate (read at compile time) #}
+{%- set first_build = cdc_change_counts(ref('cdc_changes')) if not is_incremental() else none %}
+{%- set counted = increment if increment is not none else first_build %}
+{#- the write's commit (the MERGE's, or the first build's create) records what it consumed:
+    the next run reads it, not max(ingested_at) over every stored version #}
+{%- do cdc_record_watermark(counted.up_to if counted is not none else none) %}
+{#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
-{%- set truncating = increment is none or increment.truncations > 0 %}
-{#- the MERGE's commit records what it consumed: the next run reads it, not max(ingested_at) #}
-{%- if increment is not none %}{% do cdc_record_watermark(increment.up_to) %}{% endif %}
+{%- set truncating = counted is none or counted.truncations > 0 %}
 {#- every new change comes after its key's open version: only open versions can get an end #}
 {%- set open_only = increment is not none and increment.truncations == 0 and increment.late == 0 %}
 {#- a small increment's keys are broadcast to the scan of the stored versions, which then need
@@ -59,9 +64,16 @@
     unique_key='version_id',
     merge_update_columns=['valid_to', 'next_apply_order', 'is_open', 'is_current'],
     partition_by=['is_open', 'is_current'],
-    tblproperties={'delta.enableDeletionVectors': 'true'},
+    tblproperties={
+        'delta.enableDeletionVectors': 'true',
+        'delta.dataSkippingStatsColumns':
+            'source_database,source_schema,source_table,pk,apply_order,valid_from,valid_to,ingested_at',
+    },
     post_hook="{{ cdc_forget_watermark() }}",
 ) }}
+{#- Statistics only on the columns readers filter by (a table, a key, a time, the watermark's
+    ingested_at): those of the row image, the version id and the change id would only cost
+    time at every write. #}
 
 
 with new_changes as (
@@ -72,6 +84,8 @@ with new_changes as (
     {%- if increment is not none %}
         and ingested_at <= timestamp '{{ increment.up_to }}'
     {%- endif %}
+    {%- elif first_build is not none and first_build.up_to is not none %}
+    where ingested_at <= timestamp '{{ first_build.up_to }}'
     {%- endif %}
 
 ),

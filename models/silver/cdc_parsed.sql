@@ -31,8 +31,9 @@
     {%- do parsed_formats.append(format_id) -%}
 {%- endfor %}
 {%- set plan = cdc_new_records(is_incremental()) -%}
-{#- the append's commit records what it consumed: the next run reads it, not max(ingested_at) #}
-{%- if is_incremental() %}{% do cdc_record_watermark(plan.up_to or plan.after) %}{% endif -%}
+{#- the write's commit (the first build's create too) records what it consumed: the next run
+    reads it, not max(ingested_at) #}
+{%- do cdc_record_watermark(plan.up_to or plan.after) -%}
 {%- set parsers = {} -%}
 {%- for format_id, parser in cdc_formats().items() if format_id in parsed_formats -%}
     {%- if plan.formats is none or format_id in plan.formats -%}

@@ -185,6 +185,14 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
                 t.update({**row, "v": "c"}, {**row, "v": "d"})]
     lakehouse.ingest(t.envelopes(messages[:1], first_offset=0), fmt="debezium-json")
     lakehouse.build(tests=False)
+    # a first build's create records what it consumed too: the first increment reads the
+    # watermark from the log, not max(ingested_at) over the whole table
+    first = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
+    for table in WATERMARKED:
+        operation = lakehouse.rows(f"describe history {table} limit 1")[0]["operation"]
+        assert operation in ("CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"), (table, operation)
+        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": first, "apply_order_layout": 2}, table
+    assert lakehouse.spark.conf.get(USER_METADATA, None) is None
     lakehouse.ingest(t.envelopes(messages[1:2], first_offset=1), fmt="debezium-json")
     lakehouse.build(tests=False)
 
