@@ -112,8 +112,9 @@
     {#- What a first build reads, at compile time: {'changes': how many, 'truncations': how
         many truncates, 'up_to': the newest ingested_at (a string, none without changes: the
         model reads up to it and records it, cdc_record_watermark)}; none outside execution.
-        One pass over two columns of silver. -#}
-    {%- if not execute -%}
+        One pass over two columns of silver. None too when `changes` does not exist yet
+        (a lint or compile before any build). -#}
+    {%- if not execute or adapter.get_relation(changes.database, changes.schema, changes.identifier) is none -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set row = run_query(
