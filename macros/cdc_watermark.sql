@@ -117,9 +117,15 @@
     {%- if not execute or adapter.get_relation(changes.database, changes.schema, changes.identifier) is none -%}
         {{ return(none) }}
     {%- endif -%}
+    {{ return(_cdc_count_changes(changes)) }}
+{%- endmacro %}
+
+{% macro _cdc_count_changes(changes) -%}
+    {#- {'changes', 'truncations', 'up_to' (newest ingested_at as a string, none without
+        changes)} of `changes` (a relation or a parenthesized query), in one query -#}
     {%- set row = run_query(
         'select count(*) as changes, count_if(op = \'t\') as truncations, cast(max(ingested_at) as string) as up_to'
-        ~ ' from ' ~ changes
+        ~ ' from ' ~ changes ~ ' as counted_changes'
     ).rows[0] -%}
     {{ return({'changes': row['changes'], 'truncations': row['truncations'], 'up_to': row['up_to']}) }}
 {%- endmacro %}
@@ -152,11 +158,8 @@
     {%- set new_changes -%}
         (select * from {{ changes }} where {{ cdc_newer_than('ingested_at', watermark) }})
     {%- endset -%}
-    {%- set row = run_query(
-        'select count(*) as changes, count_if(op = \'t\') as truncations, coalesce(cast(max(ingested_at) as string), ' ~ cdc_sql_string(watermark) ~ ') as up_to'
-        ~ ' from ' ~ new_changes ~ ' as new_changes'
-    ).rows[0] -%}
-    {%- set counts = {'changes': row['changes'], 'truncations': row['truncations'], 'up_to': row['up_to']} -%}
+    {%- set counts = _cdc_count_changes(new_changes) -%}
+    {%- do counts.update({'up_to': counts.up_to or watermark}) -%}
     {%- if counts.changes == 0 or counts.changes > broadcast_limit -%}
         {%- do counts.update({'late': 0 if counts.changes == 0 else none}) -%}
         {{ return(counts) }}

@@ -54,8 +54,9 @@ def metastore_driver(url: str) -> str:
 
 #: Columns written without Parquet dictionary encoding: every value distinct or nearly (raw
 #: messages, row images, keys, orders, ids), so the writer fills a dictionary page per column
-#: chunk only to drop it. A first build of 1M changes wrote gold.cdc_history in 4.4-5.1 s
-#: without their dictionaries against 5.9-6.0 s with, in files of the same size (bench/README).
+#: chunk only to drop it. The 1M versions of gold.cdc_history (a first build's) were written
+#: again, warm, in 4.4-5.1 s without their dictionaries against 5.9-6.0 s with, in files of
+#: the same size (bench/README, stop 25).
 #: Parquet's per-column setting (parquet.enable.dictionary#<column>) matches by name, in any
 #: table; the few tables with a low-cardinality column of one of these names are small.
 NO_DICTIONARY_COLUMNS = (

@@ -2,7 +2,6 @@ package cdc.lakehouse;
 
 import java.util.List;
 
-
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
@@ -31,8 +30,6 @@ import cdc.lakehouse.Message.Token;
  */
 final class MaxwellFast {
   private MaxwellFast() {}
-
-  /** As Spark's to_json builds its generator: a default factory, over a Writer. */
 
   /** row_in_transaction of the last row of a transaction (commit=true, no xoffset). */
   private static final String COMMIT_ROW = "99999999999999999999";
@@ -258,6 +255,4 @@ final class MaxwellFast {
     char c = s.charAt(s.length() - 1);
     return c == '\n' || c == '\r' || c == '\u0085' || c == '\u2028' || c == '\u2029';
   }
-
-
 }
