@@ -73,9 +73,9 @@
     {#-
         Parser macro -> the JVM function (jvm/functions, FastParsers) that reads the common
         message of its format in one pass and returns the parser's columns, or null for any
-        other message, which the SQL parser then reads (models/silver/cdc_parsed.sql). The SQL
-        parsers remain the definition of each format: tests/python/test_fast_parsers.py
-        requires both to give the same rows. Off with the JVM functions (cdc_jvm_functions:
+        other message, which the SQL parser then reads (silver.cdc_parsed's post-hook,
+        cdc_parse_leftovers). The SQL parsers remain the definition of each format:
+        tests/python/test_fast_parser_*.py require both to give the same rows. Off with the JVM functions (cdc_jvm_functions:
         false) or with `cdc_fast_parsers: false`.
     -#}
     {%- if not cdc_jvm_functions() or var('cdc_fast_parsers', true) in (false, 'false') %}

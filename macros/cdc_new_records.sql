@@ -20,16 +20,13 @@
                 from such a topic (else the format is absent: its parser reads every record),
             'mixed': true when some record's topic is not in topic_formats (full routing needed),
             'unparsable': how many records cannot reach a parser (not UTF-8, no or unknown format),
-            'left_to_sql': format id -> how many of its records its fast parser leaves to the SQL
-                parser (cdc_fast_parsers; formats without one are absent): at 0 the model
-                compiles the fast parser alone, without the SQL parser's plan,
         }
         The run reads exactly the records looked at here (ingested_at in (after, up_to]), so a
         record landed meanwhile waits for the next run.
     -#}
     {%- set result = {
         'after': none, 'up_to': none, 'none_new': false, 'formats': none,
-        'topic_formats': {}, 'parser_topics': {}, 'mixed': true, 'unparsable': 1, 'left_to_sql': {},
+        'topic_formats': {}, 'parser_topics': {}, 'mixed': true, 'unparsable': 1,
     } -%}
     {%- set bronze = source('bronze', 'kafka_records') -%}
     {%- if not execute or adapter.get_relation(bronze.database, bronze.schema, bronze.identifier) is none -%}
@@ -54,21 +51,7 @@
             resolved_format,
             count(*) as records,
             count_if(value is not null and not value_is_utf8) as undecodable,
-            cast(max(ingested_at) as string) as up_to,
-            {#- the fast parsers tried on every record of their formats: the JVM reads a
-                message in a few microseconds, and where it reads them all, the model leaves
-                the SQL parser out #}
-            {%- if cdc_fast_parsers() %}
-            count_if(case
-                {%- for format_id, parser in cdc_formats().items() if parser in cdc_fast_parsers() %}
-                when resolved_format = {{ cdc_sql_string(format_id) }}
-                    then {{ cdc_fast_parsers()[parser] }}(value_text, key_text, topic, 0, cast(0 as bigint)) is null
-                {%- endfor %}
-                else false
-            end) as left_to_sql
-            {%- else %}
-            0 as left_to_sql
-            {%- endif %}
+            cast(max(ingested_at) as string) as up_to
         from routed
         group by topic, resolved_format
     {%- endset -%}
@@ -78,12 +61,8 @@
     {%- set stamps = [] -%}
     {%- set formats_of_topic = {} -%}
     {%- set unparsable = [0] -%}
-    {%- set left_to_sql = {} -%}
     {%- for row in rows -%}
         {%- set fmt = row['resolved_format'] -%}
-        {%- if fmt is not none and known.get(fmt) in cdc_fast_parsers() -%}
-            {%- do left_to_sql.update({fmt: left_to_sql.get(fmt, 0) + row['left_to_sql']}) -%}
-        {%- endif -%}
         {%- do stamps.append(row['up_to']) -%}
         {%- do formats_of_topic.setdefault(row['topic'], []).append(fmt) -%}
         {%- if fmt is not none and fmt not in formats -%}
@@ -123,7 +102,6 @@
         'parser_topics': parser_topics,
         'mixed': formats_of_topic | length != topic_formats | length,
         'unparsable': unparsable | sum,
-        'left_to_sql': left_to_sql,
     }) -%}
     {{ return(result) }}
 {%- endmacro %}
