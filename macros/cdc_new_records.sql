@@ -1,9 +1,11 @@
 {% macro cdc_new_records(incremental) -%}
     {#-
-        What silver.cdc_parsed is about to read, routed once at compile time. One query over the
-        bronze records landed after the newest one already parsed resolves each record's format
-        (given at ingest, else the cdc_topic_formats seed, else detected from its shape) and
-        counts, per (topic, format), the records and those whose value is not UTF-8. The model
+        What silver.cdc_parsed is about to read, routed once at compile time. A query over the
+        topic and ingest format of the bronze records landed after the newest one already
+        parsed resolves each record's format (given at ingest, else the cdc_topic_formats seed
+        or var) and counts the records per (topic, format); only the records of a topic that
+        neither names are read, by a second query, to detect their format from their shape.
+        Whether a value is UTF-8 is left to the model's branches (cdc_parsed_rows). The model
         then compiles in only the parsers it needs, looks the format of a topic up in a literal
         map instead of detecting it again in every parser's branch, lets each parser read only
         the files of its own topics (Delta data skipping on the topic), and drops the branch of
@@ -19,7 +21,8 @@
             'parser_topics': format id -> its topics, when every record of that format comes
                 from such a topic (else the format is absent: its parser reads every record),
             'mixed': true when some record's topic is not in topic_formats (full routing needed),
-            'unparsable': how many records cannot reach a parser (not UTF-8, no or unknown format),
+            'unparsable': how many records cannot reach a parser (no format, an unknown one, or
+                one without a parser; values that are not UTF-8 are not counted),
         }
         The run reads exactly the records looked at here (ingested_at in (after, up_to]), so a
         record landed meanwhile waits for the next run.
@@ -35,27 +38,75 @@
     {%- if incremental -%}
         {%- do result.update({'after': cdc_watermark('ingested_at')}) -%}
     {%- endif -%}
+    {#- first by topic and ingest format alone (neither reads a message): the format given at
+        ingest, else the seed's or the var's pattern for the topic -#}
     {%- set query -%}
         with new_records as (
-            select topic, format, key, value, ingested_at
+            select topic, format, ingested_at
             from {{ bronze }}
             where {{ cdc_newer_than('ingested_at', result.after) }}
         ),
 
-        routed as (
-            {{ cdc_route_records('new_records') }}
+        grouped as (
+            select topic, format, count(*) as records, max(ingested_at) as up_to
+            from new_records
+            group by topic, format
+        ),
+
+        routes as (
+            select
+                topics.topic,
+                max_by(patterns.format, length(patterns.topic_pattern)) as seeded_format
+            from (select distinct topic from grouped) as topics
+            inner join ({{ cdc_topic_format_patterns() }}) as patterns
+                on topics.topic rlike patterns.topic_pattern
+            group by topics.topic
         )
 
         select
-            topic,
-            resolved_format,
-            count(*) as records,
-            count_if(value is not null and not value_is_utf8) as undecodable,
-            cast(max(ingested_at) as string) as up_to
-        from routed
-        group by topic, resolved_format
+            grouped.topic,
+            coalesce(grouped.format, routes.seeded_format) as resolved_format,
+            sum(grouped.records) as records,
+            cast(max(grouped.up_to) as string) as up_to
+        from grouped
+        left join routes on grouped.topic = routes.topic
+        group by grouped.topic, coalesce(grouped.format, routes.seeded_format)
     {%- endset -%}
-    {%- set rows = run_query(query).rows -%}
+    {%- set rows = [] -%}
+    {%- set to_detect = [] -%}
+    {%- for row in run_query(query).rows -%}
+        {%- if row['resolved_format'] is none -%}
+            {%- do to_detect.append(row['topic']) -%}
+        {%- else -%}
+            {%- do rows.append({'topic': row['topic'], 'resolved_format': row['resolved_format'],
+                                'records': row['records'], 'up_to': row['up_to']}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {#- then the messages of the other topics, for their shapes (cdc_detect_format) -#}
+    {%- if to_detect -%}
+        {%- set query -%}
+            with new_records as (
+                select topic, format, key, value, ingested_at
+                from {{ bronze }}
+                where
+                    {{ cdc_newer_than('ingested_at', result.after) }}
+                    and format is null
+                    and topic in ({% for topic in to_detect %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
+            ),
+
+            routed as (
+                {{ cdc_route_records('new_records') }}
+            )
+
+            select topic, resolved_format, count(*) as records, cast(max(ingested_at) as string) as up_to
+            from routed
+            group by topic, resolved_format
+        {%- endset -%}
+        {%- for row in run_query(query).rows -%}
+            {%- do rows.append({'topic': row['topic'], 'resolved_format': row['resolved_format'],
+                                'records': row['records'], 'up_to': row['up_to']}) -%}
+        {%- endfor -%}
+    {%- endif -%}
     {%- set known = cdc_formats() -%}
     {%- set formats = [] -%}
     {%- set stamps = [] -%}
@@ -70,8 +121,6 @@
         {%- endif -%}
         {%- if fmt is none or fmt not in known or context.get(known[fmt]) is none -%}
             {%- do unparsable.append(row['records']) -%}
-        {%- else -%}
-            {%- do unparsable.append(row['undecodable']) -%}
         {%- endif -%}
     {%- endfor -%}
     {%- set topic_formats = {} -%}

@@ -22,6 +22,13 @@
         {%- do parsers.setdefault(parser, []).append(format_id) -%}
     {%- endif -%}
 {%- endfor %}
+{#- the formats a fast parser reads here: their branch quarantines a value that is not UTF-8
+    itself; the unparsable branch does it for the others #}
+{%- set fast_formats = [] -%}
+{%- set sql_formats = [] -%}
+{%- for parser, format_ids in parsers.items() -%}
+    {%- do (fast_formats if fast and parser in cdc_fast_parsers() else sql_formats).extend(format_ids) -%}
+{%- endfor %}
 
 routed as (
 
@@ -33,7 +40,8 @@ routed as (
 records_for_{{ parser }} as (
 
     {#- the topic test first: every branch scans all new bronze records, and the UTF-8 check
-        (a pass over the bytes) is then only paid for this parser's own records #}
+        (a pass over the bytes) is then only paid for this parser's own records. A fast
+        parser's branch takes the values that are not UTF-8 too, and quarantines them. #}
     select * from routed
     where
         {%- set topics = [] %}
@@ -44,7 +52,11 @@ records_for_{{ parser }} as (
         topic in ({% for topic in topics %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
         and
         {%- endif %}
+        {%- if format_ids[0] in fast_formats %}
+        true
+        {%- else %}
         (value is null or value_is_utf8)
+        {%- endif %}
 
 ),
 
@@ -57,7 +69,7 @@ fast_parsed_by_{{ parser }} as (
         Its own projection, so that Spark runs it once per record, not once per column. #}
     select
         * except (fast),
-        case when resolved_format in ('{{ format_ids | join("', '") }}') then
+        case when resolved_format in ('{{ format_ids | join("', '") }}') and (value is null or value_is_utf8) then
             {{ fast_parser }}(value_text, key_text, topic, `partition`, `offset`)
         end as fast
     from records_for_{{ parser }}
@@ -72,7 +84,13 @@ parsed_by_{{ parser }} as (
         cdc_parse_leftovers replaces with the SQL parser's rows: the SQL parser's plan is
         compiled only for the few records that need it, and no query reads a record twice #}
     {%- set exprs = cdc_record_passthrough('f') %}
-    {%- do exprs.update({'row_index': '0', 'parse_error': cdc_sql_string(cdc_leftover_reason(fast_parser))}) %}
+    {%- do exprs.update({
+        'row_index': '0',
+        'apply_order': 'case when not f.value_is_utf8 then '
+            ~ cdc_apply_order('1', [], 'f.partition', 'f.offset', '0') ~ ' end',
+        'parse_error': "case when not f.value_is_utf8 then 'value is not valid UTF-8' else "
+            ~ cdc_sql_string(cdc_leftover_reason(fast_parser)) ~ ' end',
+    }) %}
     select
         {{ cdc_parser_select(exprs) }}
     from fast_parsed_by_{{ parser }} as f
@@ -106,9 +124,14 @@ unparsable as (
         {{ cdc_parser_select(exprs) }}
     from routed
     where
-        (routed.value is not null and not routed.value_is_utf8)
-        or routed.resolved_format is null
+        routed.resolved_format is null
         or routed.resolved_format not in ('{{ parsed_formats | join("', '") }}')
+        or (
+            {%- if fast_formats %}
+            routed.resolved_format not in ('{{ fast_formats | join("', '") }}') and
+            {%- endif %}
+            routed.value is not null and not routed.value_is_utf8
+        )
 
 ),
 
@@ -119,8 +142,10 @@ unioned as (
     union all
     {%- endfor %}
     select * from unparsable
-    {#- no record needs the unparsable branch: it is kept for its columns, reading nothing #}
-    {%- if plan.unparsable == 0 %}
+    {#- no record needs the unparsable branch (every format has a parser, and a fast parser's
+        branch quarantines its own values that are not UTF-8): it is kept for its columns,
+        reading nothing #}
+    {%- if plan.unparsable == 0 and not sql_formats %}
     where false
     {%- endif %}
 

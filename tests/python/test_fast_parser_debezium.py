@@ -157,3 +157,27 @@ def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lake
     lakehouse.build("--select", "cdc_parsed", tests=False)
     assert lakehouse.rows(placeholders) == []
     assert lakehouse.rows(row_of) == parsed
+
+
+def test_values_that_are_not_utf8_are_quarantined_in_every_branch(lakehouse):
+    # Routing reads no value: a fast parser's branch quarantines its own records whose value
+    # is not UTF-8, the unparsable branch those of a format read by SQL alone (ogg-json here)
+    # and those of no format. Same rows with the fast parsers off.
+    topic = "bytes.shop.items"
+    land_edges(lakehouse, "debezium-json", topic, DEBEZIUM_EDGES[:3])
+    bad = [(topic, "'debezium-json'", 100), ("bytes.ogg.items", "'ogg-json'", 0), ("bytes.unknown", "null", 0)]
+    for bad_topic, fmt, offset in bad:
+        lakehouse.spark.sql(f"""
+            insert into bronze.kafka_records by name
+            select * except (topic, `offset`, value, format, ingested_at),
+                '{bad_topic}' as topic, cast({offset} as bigint) as `offset`, unhex('7B80FF7D') as value,
+                {fmt} as format, ingested_at + interval 2 milliseconds as ingested_at
+            from bronze.kafka_records where topic = '{topic}' and `offset` = 0""")
+    assert_same_rows(lakehouse, minimum=3 + len(bad))
+    reasons = lakehouse.rows("select kafka_topic, source_format, quarantine_reason from silver.cdc_parsed "
+                             "where record_kind = 'quarantine' order by kafka_topic")
+    assert reasons == [
+        {"kafka_topic": "bytes.ogg.items", "source_format": "ogg-json", "quarantine_reason": "value is not valid UTF-8"},
+        {"kafka_topic": topic, "source_format": "debezium-json", "quarantine_reason": "value is not valid UTF-8"},
+        {"kafka_topic": "bytes.unknown", "source_format": None, "quarantine_reason": "value is not valid UTF-8"},
+    ]
