@@ -78,8 +78,7 @@
         {%- if row['resolved_format'] is none -%}
             {%- do to_detect.append(row['topic']) -%}
         {%- else -%}
-            {%- do rows.append({'topic': row['topic'], 'resolved_format': row['resolved_format'],
-                                'records': row['records'], 'up_to': row['up_to']}) -%}
+            {%- do rows.append(row) -%}
         {%- endif -%}
     {%- endfor -%}
     {#- then the messages of the other topics, for their shapes (cdc_detect_format) -#}
@@ -102,10 +101,8 @@
             from routed
             group by topic, resolved_format
         {%- endset -%}
-        {%- for row in run_query(query).rows -%}
-            {%- do rows.append({'topic': row['topic'], 'resolved_format': row['resolved_format'],
-                                'records': row['records'], 'up_to': row['up_to']}) -%}
-        {%- endfor -%}
+        {#- the same columns as the first query's -#}
+        {%- do rows.extend(run_query(query).rows) -%}
     {%- endif -%}
     {%- set known = cdc_formats() -%}
     {%- set formats = [] -%}
