@@ -90,7 +90,7 @@
                 where
                     {{ cdc_newer_than('ingested_at', result.after) }}
                     and format is null
-                    and topic in ({% for topic in to_detect %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
+                    and topic in ({{ cdc_sql_list(to_detect) }})
             ),
 
             routed as (

@@ -49,7 +49,7 @@ records_for_{{ parser }} as (
             {%- do topics.extend(plan.parser_topics.get(format_id, [none])) %}
         {%- endfor %}
         {%- if topics and none not in topics %}
-        topic in ({% for topic in topics %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
+        topic in ({{ cdc_sql_list(topics) }})
         and
         {%- endif %}
         {%- if format_ids[0] in fast_formats %}
@@ -326,7 +326,7 @@ final as (
         record_kind = 'quarantine' and startswith(quarantine_reason, {{ cdc_sql_string(cdc_leftover_prefix()) }})
     {%- endset -%}
     {%- set rows = run_query(
-        'select source_format, kafka_topic, count(*) as records, cast(min(ingested_at) as string) as first_ingested,'
+        'select source_format, kafka_topic, cast(min(ingested_at) as string) as first_ingested,'
         ~ ' cast(max(ingested_at) as string) as last_ingested from ' ~ this ~ ' where ' ~ placeholder
         ~ ' group by source_format, kafka_topic'
     ).rows -%}
@@ -365,7 +365,7 @@ final as (
                 where
                     bronze.ingested_at >= timestamp '{{ rows | map(attribute="first_ingested") | min }}'
                     and bronze.ingested_at <= timestamp '{{ rows | map(attribute="last_ingested") | max }}'
-                    and bronze.topic in ({% for topic in topics %}{{ cdc_sql_string(topic) }}{{ ", " if not loop.last }}{% endfor %})
+                    and bronze.topic in ({{ cdc_sql_list(topics) }})
 
             ),
 

@@ -19,6 +19,15 @@
     {{ return("'" ~ (value | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
 {%- endmacro %}
 
+{% macro cdc_sql_list(values) -%}
+    {#- The Spark SQL string literals of `values`, comma-separated: the inside of an `in (...)`. -#}
+    {%- set literals = [] -%}
+    {%- for value in values -%}
+        {%- do literals.append(cdc_sql_string(value)) -%}
+    {%- endfor -%}
+    {{ return(literals | join(', ')) }}
+{%- endmacro %}
+
 {% macro _cdc_row_values(row) -%}
     {#-
         A row image (exact JSON text) -> map of marked values, read back with cdc_unmark_value.
