@@ -141,8 +141,15 @@ def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lake
     by_offset = lakehouse.rows(f"select kafka_offset, count(*) as n from silver.cdc_parsed "
                                f"where kafka_topic = '{topic}' group by kafka_offset")
     assert sorted(r["kafka_offset"] for r in by_offset) == list(range(len(DEBEZIUM_EDGES)))
+    # ids are the coordinates, whichever parser wrote the row
+    ids = lakehouse.rows(f"select record_id, kafka_topic, kafka_partition, kafka_offset, row_index "
+                         f"from silver.cdc_parsed where kafka_topic = '{topic}'")
+    assert ids and all(
+        r["record_id"] == f"{r['kafka_topic']}:{r['kafka_partition']}:{r['kafka_offset']}:{r['row_index']}"
+        for r in ids), ids
 
-    # a build stopped after the write: one record of a single row back to its placeholder
+    # a build stopped after the write: one record of a single row back to its placeholder, with
+    # the sha256 id an earlier cdc-lakehouse gave it (the MERGE matches it by its coordinates)
     offset = next(i for i, (name, _, _) in enumerate(DEBEZIUM_EDGES) if name == "sql: a column twice")
     columns = "record_kind, op, pk, after_image, quarantine_reason, apply_order"
     row_of = f"select {columns} from silver.cdc_parsed where kafka_topic = '{topic}' and kafka_offset = {offset}"
@@ -151,12 +158,16 @@ def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lake
     lakehouse.spark.sql(f"""
         update silver.cdc_parsed
         set record_kind = 'quarantine', op = null, pk = null, after_image = null, apply_order = null,
+            record_id = sha2(concat_ws('|', kafka_topic, kafka_partition, kafka_offset, row_index), 256),
             quarantine_reason = 'left to the SQL parser: the fast parser stopped here'
         where kafka_topic = '{topic}' and kafka_offset = {offset}""")
     assert len(lakehouse.rows(placeholders)) == 1
     lakehouse.build("--select", "cdc_parsed", tests=False)
     assert lakehouse.rows(placeholders) == []
     assert lakehouse.rows(row_of) == parsed
+    healed = lakehouse.rows(f"select record_id from silver.cdc_parsed "
+                            f"where kafka_topic = '{topic}' and kafka_offset = {offset}")
+    assert healed == [{"record_id": f"{topic}:0:{offset}:0"}]
 
 
 def test_values_that_are_not_utf8_are_quarantined_in_every_branch(lakehouse):
