@@ -3,7 +3,9 @@
     from the vendor type metadata (gold.cdc_table_columns) or the cdc_column_type_overrides
     seed. The post-hook (re)creates the views gold.<database>__<table> and
     gold.<database>__<table>__history from these types, so a column added at the source
-    appears in its view on the next build.
+    appears in its view on the next build. The table is written again only when its rows
+    would change (cdc_table_if_changed): a build whose changes bring no new column or type
+    leaves it, and its views, as they are.
 #}
 
 -- depends_on: {{ ref('cdc_table_columns') }}
@@ -12,7 +14,7 @@
 -- depends_on: {{ ref('cdc_history') }}
 
 {{ config(
-    materialized='table',
+    materialized='cdc_table_if_changed',
     post_hook="{{ cdc_create_typed_views() }}",
 ) }}
 

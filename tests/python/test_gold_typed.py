@@ -77,6 +77,8 @@ def test_typed_views_history_and_schema_evolution(lakehouse):
     assert one["seen"] == dt.datetime(2023, 11, 14, 22, 13, 20, 123456)
     assert one["active"] is True and one["label"] == "caf\u00e9 \U0001F600"
     assert rows[2]["price"] == decimal.Decimal("9999.0000")
+    typed_versions = "describe history gold.cdc_typed_columns"
+    assert len(lakehouse.rows(typed_versions)) == 1
 
     # a column added at the source: earlier rows read NULL; a delete closes the history
     fields2 = [*FIELDS, {"field": "nickname", "type": "string", "optional": True}]
@@ -90,6 +92,13 @@ def test_typed_views_history_and_schema_evolution(lakehouse):
     rows = {r["id"]: r for r in lakehouse.rows("select * from gold.sales__typed")}
     assert set(rows) == {9007199254740993, 3}
     assert rows[3]["nickname"] == "new" and rows[9007199254740993]["nickname"] is None
+    # a new column: the typed columns' table is written again; built again with no new column,
+    # it is left as it is (no commit) and its views still answer
+    assert len(lakehouse.rows(typed_versions)) == 2
+    lakehouse.build("--select", "cdc_typed_columns", tests=False)
+    assert len(lakehouse.rows(typed_versions)) == 2
+    assert "nickname" in {r["column_name"] for r in lakehouse.rows("select column_name from gold.cdc_typed_columns")}
+    assert {r["id"] for r in lakehouse.rows("select id from gold.sales__typed")} == {9007199254740993, 3}
 
     history = lakehouse.rows(
         "select id, qty, _cdc_valid_from, _cdc_valid_to, _cdc_is_current "

@@ -1,0 +1,42 @@
+{#
+    A Delta table that is re-created only when its SQL changed. gold.cdc_typed_columns selects
+    from an inline table of literals (the decided types), so the same SQL gives the same rows:
+    while no column or type changed, rewriting it is a Delta commit (about a second, warm) that
+    every build, increments included, paid for nothing. The table remembers a digest of the SQL
+    it was created from (table property cdc.sql_digest); `--full-refresh` re-creates it anyway.
+    Hooks run either way (the typed views' post-hook decides for each view itself).
+#}
+
+{% materialization cdc_table_if_changed, adapter='spark' %}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) -%}
+    {%- set digest = local_md5(compiled_code) -%}
+    {%- set unchanged = false -%}
+    {%- if existing is not none and existing.is_table and not should_full_refresh() -%}
+        {%- set rows = run_query('show tblproperties ' ~ existing ~ " ('cdc.sql_digest')").rows -%}
+        {%- set unchanged = rows | length > 0 and rows[0][-1] == digest -%}
+    {%- elif existing is not none and not existing.is_table -%}
+        {{ adapter.drop_relation(existing) }}
+    {%- endif -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {%- call statement('main') -%}
+        {%- if unchanged %}
+        -- unchanged since it was created: cdc.sql_digest {{ digest }}
+        select 1
+        {%- else %}
+        create or replace table {{ target_relation }}
+        using delta
+        tblproperties ('cdc.sql_digest' = '{{ digest }}')
+        as
+        {{ compiled_code }}
+        {%- endif %}
+    {%- endcall -%}
+
+    {% do persist_docs(target_relation, model) %}
+
+    {{ run_hooks(post_hooks) }}
+
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
