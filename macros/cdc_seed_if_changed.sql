@@ -14,8 +14,7 @@
     {%- if relation is none or not relation.is_table -%}
         {{ return(false) }}
     {%- endif -%}
-    {%- set rows = run_query('show tblproperties ' ~ relation ~ " ('cdc.seed_checksum')").rows -%}
-    {{ return(rows | length > 0 and rows[0][-1] == _cdc_seed_checksum(model)) }}
+    {{ return(cdc_table_property(relation, 'cdc.seed_checksum') == _cdc_seed_checksum(model)) }}
 {%- endmacro %}
 
 {% macro spark__reset_csv_table(model, full_refresh, old_relation, agate_table) %}

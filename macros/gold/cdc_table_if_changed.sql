@@ -13,8 +13,7 @@
     {%- set digest = local_md5(compiled_code) -%}
     {%- set unchanged = false -%}
     {%- if existing is not none and existing.is_table and not should_full_refresh() -%}
-        {%- set rows = run_query('show tblproperties ' ~ existing ~ " ('cdc.sql_digest')").rows -%}
-        {%- set unchanged = rows | length > 0 and rows[0][-1] == digest -%}
+        {%- set unchanged = cdc_table_property(existing, 'cdc.sql_digest') == digest -%}
     {%- elif existing is not none and not existing.is_table -%}
         {{ adapter.drop_relation(existing) }}
     {%- endif -%}
