@@ -1,4 +1,4 @@
-{% macro cdc_watermark(column='ingested_at', order_column='apply_order') -%}
+{% macro cdc_watermark(column='ingested_at', order_column='apply_order', recorded=none) -%}
     {#-
         The newest `column` already in this incremental model's table, read at compile time
         (a string; none when the table is empty, and outside execution: parsing, docs, lint).
@@ -16,17 +16,23 @@
         Either way it checks that the table's apply orders (`order_column`) are in the layout
         this version writes (cdc_apply_order_layout): orders of two layouts do not compare, so
         a table an earlier version wrote stops the run, saying how to rebuild it.
+
+        `recorded`, a mapping, receives what else the commit recorded with the watermark
+        (cdc_record_watermark's `extra`), and stays empty when the watermark was scanned.
     -#}
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set last_commit = run_query('describe history ' ~ this ~ ' limit 1').rows -%}
     {%- if last_commit and last_commit[0]['operation'] in cdc_watermark_operations() and last_commit[0]['userMetadata'] -%}
-        {%- set recorded = fromjson(last_commit[0]['userMetadata'], {}) -%}
-        {%- set mark = recorded.get('cdc_lakehouse_watermark') if recorded is mapping else none -%}
+        {%- set metadata = fromjson(last_commit[0]['userMetadata'], {}) -%}
+        {%- set mark = metadata.get('cdc_lakehouse_watermark') if metadata is mapping else none -%}
         {%- if mark is mapping and mark.get('table') == (this | string) and mark.get('ingested_at') -%}
             {%- if mark.get('apply_order_layout') != cdc_apply_order_layout() -%}
                 {{ _cdc_earlier_layout() }}
+            {%- endif -%}
+            {%- if recorded is mapping -%}
+                {%- do recorded.update(mark) -%}
             {%- endif -%}
             {{ return(mark['ingested_at']) }}
         {%- endif -%}
@@ -84,7 +90,7 @@
     {{ return(predicate) }}
 {%- endmacro %}
 
-{% macro cdc_record_watermark(ingested_at) -%}
+{% macro cdc_record_watermark(ingested_at, extra=none) -%}
     {#-
         Have this model's write commit `ingested_at` (a string: the newest ingest time it
         consumes) as its Delta commit's user metadata, for cdc_watermark to read at the
@@ -93,12 +99,13 @@
         cdc_forget_watermark() unsets it. The model must then read nothing newer than
         `ingested_at`. The layout of its apply orders is recorded with it. The table's name
         and the operation (a model's own write, cdc_watermark_operations) in the reader's
-        check keep a value that outlived a failed model out of any other table.
+        check keep a value that outlived a failed model out of any other table. `extra`, a
+        mapping, is recorded beside it (what the model consumed up to it, for its next run).
     -#}
     {%- if execute and ingested_at is not none -%}
-        {%- set value = tojson({'cdc_lakehouse_watermark': {
-            'table': this | string, 'ingested_at': ingested_at, 'apply_order_layout': cdc_apply_order_layout(),
-        }}) -%}
+        {%- set mark = {'table': this | string, 'ingested_at': ingested_at, 'apply_order_layout': cdc_apply_order_layout()} -%}
+        {%- do mark.update(extra or {}) -%}
+        {%- set value = tojson({'cdc_lakehouse_watermark': mark}) -%}
         {%- do run_query('set spark.databricks.delta.commitInfo.userMetadata = ' ~ value) -%}
     {%- endif -%}
 {%- endmacro %}
@@ -118,6 +125,14 @@
         {{ return(none) }}
     {%- endif -%}
     {{ return(_cdc_count_changes(changes)) }}
+{%- endmacro %}
+
+{% macro cdc_truncation_count(changes, watermark) -%}
+    {#- How many truncates `changes` hold up to `watermark` (a string): what the runs before
+        consumed, for a table whose last commit did not record it. One pass over two columns. -#}
+    {{ return(run_query(
+        'select count(*) as truncations from ' ~ changes ~ " where op = 't' and ingested_at <= timestamp '" ~ watermark ~ "'"
+    ).rows[0]['truncations']) }}
 {%- endmacro %}
 
 {% macro _cdc_count_changes(changes) -%}

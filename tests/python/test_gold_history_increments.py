@@ -27,6 +27,11 @@ def _versions(lakehouse, table: str) -> dict[str, list[tuple]]:
     return out
 
 
+def _compiled_history() -> str:
+    """The history model's query as the last build compiled it."""
+    return (COMPILED / "cdc_history.sql").read_text()
+
+
 def _merge_statement() -> str:
     text = RUN_SQL.read_text()
     return text[text.index("merge into"):]
@@ -47,6 +52,8 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
     lakehouse.build()
     assert "DBT_INTERNAL_DEST.is_open and" in _merge_statement()
+    # no run has consumed a truncate: silver is not scanned for earlier ones
+    assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and false", _compiled_history(), re.S)
     expected = {
         '{"id":1}': [("c", True, False, False, True), ("u", True, False, False, True),
                      ("u", True, True, True, False)],
@@ -133,6 +140,10 @@ PARSED_AGAIN = ("merge into silver.cdc_parsed as t using (select * from silver.c
                 "on t.record_id = s.record_id when matched then update set *")
 
 
+# the history records too how many truncates the runs up to its watermark consumed
+NO_TRUNCATE = {"gold.cdc_history": {"truncations": 0}}
+
+
 def _recorded(lakehouse, table: str) -> dict | None:
     """The watermark the table's last commit recorded, or None."""
     metadata = lakehouse.rows(f"describe history {table} limit 1")[0]["userMetadata"]
@@ -191,7 +202,8 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     for table in WATERMARKED:
         operation = lakehouse.rows(f"describe history {table} limit 1")[0]["operation"]
         assert operation in ("CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"), (table, operation)
-        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": first, "apply_order_layout": 2}, table
+        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": first, "apply_order_layout": 2,
+                                               **NO_TRUNCATE.get(table, {})}, table
     assert lakehouse.spark.conf.get(USER_METADATA, None) is None
     lakehouse.ingest(t.envelopes(messages[1:2], first_offset=1), fmt="debezium-json")
     lakehouse.build(tests=False)
@@ -200,7 +212,8 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     # session's commits recording nothing after it
     newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
     for table in WATERMARKED:
-        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": newest, "apply_order_layout": 2}, table
+        assert _recorded(lakehouse, table) == {"table": table, "ingested_at": newest, "apply_order_layout": 2,
+                                               **NO_TRUNCATE.get(table, {})}, table
     assert lakehouse.spark.conf.get(USER_METADATA, None) is None
 
     # the loader stamps even milliseconds, so the second build read on from two milliseconds
@@ -231,6 +244,9 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     lakehouse.build(tests=False)
     assert _compiled_watermark("cdc_history") == earlier
     assert _compiled_watermark("cdc_parsed", "silver") == newest
+    # that commit did not say how many truncates were consumed (as one of an earlier version
+    # would not): the build counted them, and recorded the count
+    assert _recorded(lakehouse, "gold.cdc_history")["truncations"] == 0
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "c"}}
     history = lakehouse.rows("select get_json_object(row, '$.v') as v, is_open from gold.cdc_history "
                              "where source_table = 'hist_mark' order by apply_order")
@@ -303,12 +319,17 @@ def test_a_late_change_older_than_a_stored_truncate_is_truncated_too(lakehouse):
     ins_three = t.insert(three)  # after the truncate: key 3 is live
     lakehouse.ingest(t.envelopes([ins_one, truncate, ins_three], first_offset=0), fmt="debezium-json")
     lakehouse.build(tests=False)
+    # the first build recorded the truncate it consumed: the next increment reads silver's
+    # earlier truncates (and would skip them at 0)
+    assert _recorded(lakehouse, "gold.cdc_history")["truncations"] == 1
     assert _versions(lakehouse, "hist_trunc")['{"id":1}'] == [
         ("c", True, False, False, True), ("t", False, True, False, False)]
 
     late = [ins_two, t.update(three, {**three, "v": "b"})]
     lakehouse.ingest(t.envelopes(late, first_offset=3), fmt="debezium-json")
     lakehouse.build()
+    assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and ingested_at <=", _compiled_history(), re.S)
+    assert _recorded(lakehouse, "gold.cdc_history")["truncations"] == 1
     # key 2's insert came before the truncate: the truncate ends it, as it ended key 1
     assert _versions(lakehouse, "hist_trunc") == {
         '{"id":1}': [("c", True, False, False, True), ("t", False, True, False, False)],
