@@ -137,15 +137,49 @@
 
 {% macro _cdc_count_changes(changes) -%}
     {#- {'changes', 'truncations', 'up_to' (newest ingested_at as a string, none without
-        changes)} of `changes` (a relation or a parenthesized query), in one query -#}
-    {%- set row = run_query(
-        'select count(*) as changes, count_if(op = \'t\') as truncations, cast(max(ingested_at) as string) as up_to'
-        ~ ' from ' ~ changes ~ ' as counted_changes'
-    ).rows[0] -%}
-    {{ return({'changes': row['changes'], 'truncations': row['truncations'], 'up_to': row['up_to']}) }}
+        changes), 'orders' (per source table, cdc_table_order_key: [its oldest apply order, its
+        newest])} of `changes` (a relation or a parenthesized query), in one query: a row per
+        source table -#}
+    {%- set rows = run_query(
+        'select ' ~ cdc_table_order_key() ~ ' as table_key, count(*) as changes,'
+        ~ ' count_if(op = \'t\') as truncations, cast(max(max(ingested_at)) over () as string) as up_to,'
+        ~ ' min(apply_order) as first_order, max(apply_order) as last_order'
+        ~ ' from ' ~ changes ~ ' as counted_changes group by 1'
+    ).rows -%}
+    {%- set counts = {'changes': 0, 'truncations': 0, 'up_to': none, 'orders': {}} -%}
+    {%- for row in rows -%}
+        {%- do counts.update({
+            'changes': counts.changes + row['changes'],
+            'truncations': counts.truncations + row['truncations'],
+            'up_to': row['up_to'],
+        }) -%}
+        {%- do counts.orders.update({row['table_key']: [row['first_order'], row['last_order']]}) -%}
+    {%- endfor -%}
+    {{ return(counts) }}
 {%- endmacro %}
 
-{% macro cdc_new_change_counts(changes, watermark, latest_versions, broadcast_limit=250000) -%}
+{% macro cdc_table_order_key() -%}
+    {#- SQL: the key of a change's source table in a record of apply orders per table
+        (cdc_stored_orders). Two tables whose keys coincide only share one newest order, which
+        makes the late check more cautious, never wrong. -#}
+    concat_ws('/', coalesce(source_database, ''), coalesce(source_schema, ''), source_table)
+{%- endmacro %}
+
+{% macro cdc_stored_orders(latest_versions) -%}
+    {#- {table key (cdc_table_order_key): the newest apply order stored of the table} from
+        `latest_versions` (SQL of a relation of each key's latest stored change), read at
+        compile time: for a table whose last commit did not record it (cdc_new_change_counts). -#}
+    {%- set orders = {} -%}
+    {%- for row in run_query(
+        'select ' ~ cdc_table_order_key() ~ ' as table_key, max(apply_order) as last_order from '
+        ~ latest_versions ~ ' as latest group by 1'
+    ).rows -%}
+        {%- do orders.update({row['table_key']: row['last_order']}) -%}
+    {%- endfor -%}
+    {{ return(orders) }}
+{%- endmacro %}
+
+{% macro cdc_new_change_counts(changes, watermark, latest_versions, broadcast_limit=250000, stored_orders=none) -%}
     {#-
         What the changes newer than `watermark` (cdc_watermark's string) hold, read at compile
         time: {'changes': how many, 'truncations': how many truncates, 'up_to': the newest
@@ -165,7 +199,13 @@
         change can touch may read and MERGE those latest rows alone. A second query, run only
         for a small increment: its keys are broadcast to the scan of the latest versions (the
         scan needs no shuffle); with no change nothing is scanned (late is 0), and a larger
-        increment gets late = none (unknown: take the full path).
+        increment gets late = none (unknown: take the full path). With `stored_orders` (the
+        newest stored apply order per table, cdc_stored_orders), an increment of any size whose
+        every change is no older than its table's newest stored one has late = 0 without that
+        query.
+
+        And 'orders': per table of the new changes (cdc_table_order_key), [oldest, newest]
+        apply order, for the model to record what it stored.
     -#}
     {%- if not execute or watermark is none -%}
         {{ return(none) }}
@@ -175,6 +215,22 @@
     {%- endset -%}
     {%- set counts = _cdc_count_changes(new_changes) -%}
     {%- do counts.update({'up_to': counts.up_to or watermark}) -%}
+    {#- no key can be late when every table's oldest new change is no older than the newest
+        one stored of the table (a key's latest stored change is at most that): the usual
+        case, decided without reading the stored versions. A table with none stored has no
+        key to be late for -#}
+    {%- if stored_orders is mapping and counts.changes > 0 -%}
+        {%- set older = [] -%}
+        {%- for table_key, span in counts.orders.items() -%}
+            {%- if stored_orders.get(table_key) is not none and (span[0] is none or span[0] < stored_orders[table_key]) -%}
+                {%- do older.append(table_key) -%}
+            {%- endif -%}
+        {%- endfor -%}
+        {%- if not older -%}
+            {%- do counts.update({'late': 0}) -%}
+            {{ return(counts) }}
+        {%- endif -%}
+    {%- endif -%}
     {%- if counts.changes == 0 or counts.changes > broadcast_limit -%}
         {%- do counts.update({'late': 0 if counts.changes == 0 else none}) -%}
         {{ return(counts) }}

@@ -38,11 +38,14 @@
 {%- if watermark is not none %}{{ cdc_require_columns(this, ['is_open']) }}{% endif %}
 {#- an increment of at most this many changes has its keys broadcast (late check and model) #}
 {%- set broadcast_limit = 250000 %}
-{%- set increment = cdc_new_change_counts(
-    ref('cdc_changes'), watermark,
-    '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)',
-    broadcast_limit
-) %}
+{%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)' %}
+{#- the newest apply order stored per source table, which the last commit recorded (read once
+    from the open versions when it did not): an increment no older than it needs no late check #}
+{%- set stored_orders = recorded.get('orders') if watermark is not none else none %}
+{%- if watermark is not none and stored_orders is not mapping %}
+    {%- set stored_orders = cdc_stored_orders(open_versions) %}
+{%- endif %}
+{%- set increment = cdc_new_change_counts(ref('cdc_changes'), watermark, open_versions, broadcast_limit, stored_orders) %}
 {#- a first build reads the changes up to the newest one there now, and knows whether any is a
     truncate (read at compile time) #}
 {%- set first_build = cdc_change_counts(ref('cdc_changes')) if not is_incremental() else none %}
@@ -56,9 +59,19 @@
 {%- if truncations_before is none %}
     {%- set truncations_before = cdc_truncation_count(ref('cdc_changes'), watermark) %}
 {%- endif %}
+{%- set orders = {} %}
+{%- do orders.update(stored_orders or {}) %}
+{%- for table_key, span in (counted.orders if counted is not none else {}).items() %}
+    {%- if span[1] is not none and (orders.get(table_key) is none or span[1] > orders[table_key]) %}
+        {%- do orders.update({table_key: span[1]}) %}
+    {%- endif %}
+{%- endfor %}
+{#- beyond this many tables the record would weigh on every commit: the next run reads the
+    open versions instead #}
+{%- set recorded_orders = orders if orders | length <= 5000 else none %}
 {%- do cdc_record_watermark(
     counted.up_to if counted is not none else none,
-    {'truncations': truncations_before + counted.truncations} if counted is not none else none,
+    {'truncations': truncations_before + counted.truncations, 'orders': recorded_orders} if counted is not none else none,
 ) %}
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}

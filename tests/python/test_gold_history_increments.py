@@ -145,9 +145,16 @@ NO_TRUNCATE = {"gold.cdc_history": {"truncations": 0}}
 
 
 def _recorded(lakehouse, table: str) -> dict | None:
-    """The watermark the table's last commit recorded, or None."""
+    """The watermark the table's last commit recorded, or None; the history's record of its
+    newest apply order per source table is checked against the table itself and left out."""
     metadata = lakehouse.rows(f"describe history {table} limit 1")[0]["userMetadata"]
-    return json.loads(metadata)["cdc_lakehouse_watermark"] if metadata else None
+    mark = json.loads(metadata)["cdc_lakehouse_watermark"] if metadata else None
+    if mark and table == "gold.cdc_history":
+        newest = lakehouse.rows(
+            "select concat_ws('/', coalesce(source_database, ''), coalesce(source_schema, ''), source_table) as t, "
+            "max(apply_order) as newest from gold.cdc_history group by 1")
+        assert mark.pop("orders") == {r["t"]: r["newest"] for r in newest}
+    return mark
 
 
 def _commit_with_metadata(lakehouse, table: str, metadata: dict, statement: str | None = None) -> None:
