@@ -21,11 +21,16 @@
 
     Partitioned by is_open (the key's latest version, live or not) and is_current. A change that
     comes after everything stored of its key ends only the key's open version: when the
-    increment holds no change older than its key's open version (read at compile time, over the
-    open partition only, for an increment of at most broadcast_limit changes; a larger one takes
-    the full path unchecked) and no truncate, the stored versions are read from the open partition
+    increment holds no change older than its key's open version and no truncate, the stored
+    versions are read from the open partition
     (one per key, not the whole history) and the MERGE is told to search only that partition
     too (cdc_merge_target_filter). The closed partition then only grows by appends.
+
+    Whether a change is older than its key's open version is decided at compile time: without
+    reading anything stored when every table's oldest new change is no older than the newest
+    order stored of the table (recorded with the watermark: stored_orders), else by a query over
+    the open partition for an increment of at most broadcast_limit changes (a larger one takes
+    the full path unchecked).
 -#}
 {%- set history_columns = [
     'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
