@@ -45,9 +45,10 @@
 {%- set broadcast_limit = 250000 %}
 {%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)' %}
 {#- the newest apply order stored per source table, which the last commit recorded (read once
-    from the open versions when it did not): an increment no older than it needs no late check #}
+    from the open versions when it did not say; none when it said none, over the bound below):
+    an increment no older than it needs no late check #}
 {%- set stored_orders = recorded.get('orders') if watermark is not none else none %}
-{%- if watermark is not none and stored_orders is not mapping %}
+{%- if watermark is not none and 'orders' not in recorded %}
     {%- set stored_orders = cdc_stored_orders(open_versions) %}
 {%- endif %}
 {%- set increment = cdc_new_change_counts(ref('cdc_changes'), watermark, open_versions, broadcast_limit, stored_orders) %}
@@ -71,9 +72,12 @@
         {%- do orders.update({table_key: span[1]}) %}
     {%- endif %}
 {%- endfor %}
-{#- beyond this many tables the record would weigh on every commit: the next run reads the
-    open versions instead #}
-{%- set recorded_orders = orders if orders | length <= 5000 else none %}
+{#- beyond this many tables the record would weigh on every commit: it says none, and the
+    increments take the late check's query instead (reading the orders from the open versions at
+    every run too would be that query's scan twice). Without the stored orders (none recorded)
+    the map holds the new changes' only, and is not recorded either #}
+{%- set complete = watermark is none or stored_orders is mapping %}
+{%- set recorded_orders = orders if complete and orders | length <= 5000 else none %}
 {%- do cdc_record_watermark(
     counted.up_to if counted is not none else none,
     {'truncations': truncations_before + counted.truncations, 'orders': recorded_orders} if counted is not none else none,
