@@ -118,13 +118,16 @@
 {% macro cdc_change_counts(changes) -%}
     {#- What a first build reads, at compile time: {'changes': how many, 'truncations': how
         many truncates, 'up_to': the newest ingested_at (a string, none without changes: the
-        model reads up to it and records it, cdc_record_watermark)}; none outside execution.
-        One pass over two columns of silver. None too when `changes` does not exist yet
-        (a lint or compile before any build). -#}
+        model reads up to it and records it, cdc_record_watermark), 'orders': none}; none
+        outside execution. One pass over two columns of silver. None too when `changes` does
+        not exist yet (a lint or compile before any build). Not the apply orders per table:
+        Spark sorts every change to take a string's min and max by group (4M changes: 2.1-2.7 s
+        warm against 0.45 s); the first increment reads them from the open versions instead
+        (cdc_stored_orders, about 0.9 s at 4M). -#}
     {%- if not execute or adapter.get_relation(changes.database, changes.schema, changes.identifier) is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {{ return(_cdc_count_changes(changes)) }}
+    {{ return(_cdc_count_changes(changes, per_table=false)) }}
 {%- endmacro %}
 
 {% macro cdc_truncation_count(changes, watermark) -%}
@@ -135,25 +138,30 @@
     ).rows[0]['truncations']) }}
 {%- endmacro %}
 
-{% macro _cdc_count_changes(changes) -%}
+{% macro _cdc_count_changes(changes, per_table=true) -%}
     {#- {'changes', 'truncations', 'up_to' (newest ingested_at as a string, none without
         changes), 'orders' (per source table, cdc_table_order_key: [its oldest apply order, its
-        newest])} of `changes` (a relation or a parenthesized query), in one query: a row per
-        source table -#}
-    {%- set rows = run_query(
-        'select ' ~ cdc_table_order_key() ~ ' as table_key, count(*) as changes,'
-        ~ ' count_if(op = \'t\') as truncations, cast(max(max(ingested_at)) over () as string) as up_to,'
-        ~ ' min(apply_order) as first_order, max(apply_order) as last_order'
-        ~ ' from ' ~ changes ~ ' as counted_changes group by 1'
-    ).rows -%}
-    {%- set counts = {'changes': 0, 'truncations': 0, 'up_to': none, 'orders': {}} -%}
-    {%- for row in rows -%}
+        newest]; none unless `per_table`)} of `changes` (a relation or a parenthesized query),
+        in one query: a row per source table, or one row -#}
+    {%- if per_table -%}
+        {%- set query = 'select ' ~ cdc_table_order_key() ~ ' as table_key, count(*) as changes,'
+            ~ ' count_if(op = \'t\') as truncations, cast(max(max(ingested_at)) over () as string) as up_to,'
+            ~ ' min(apply_order) as first_order, max(apply_order) as last_order'
+            ~ ' from ' ~ changes ~ ' as counted_changes group by 1' -%}
+    {%- else -%}
+        {%- set query = 'select count(*) as changes, count_if(op = \'t\') as truncations,'
+            ~ ' cast(max(ingested_at) as string) as up_to from ' ~ changes ~ ' as counted_changes' -%}
+    {%- endif -%}
+    {%- set counts = {'changes': 0, 'truncations': 0, 'up_to': none, 'orders': {} if per_table else none} -%}
+    {%- for row in run_query(query).rows if row['changes'] > 0 -%}
         {%- do counts.update({
             'changes': counts.changes + row['changes'],
             'truncations': counts.truncations + row['truncations'],
             'up_to': row['up_to'],
         }) -%}
-        {%- do counts.orders.update({row['table_key']: [row['first_order'], row['last_order']]}) -%}
+        {%- if per_table -%}
+            {%- do counts.orders.update({row['table_key']: [row['first_order'], row['last_order']]}) -%}
+        {%- endif -%}
     {%- endfor -%}
     {{ return(counts) }}
 {%- endmacro %}

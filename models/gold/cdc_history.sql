@@ -45,8 +45,8 @@
 {%- set broadcast_limit = 250000 %}
 {%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)' %}
 {#- the newest apply order stored per source table, which the last commit recorded (read once
-    from the open versions when it did not say; none when it said none, over the bound below):
-    an increment no older than it needs no late check #}
+    from the open versions when it did not say: a first build's, or an earlier version's; none
+    when it said none, over the bound below): an increment no older than it needs no late check #}
 {%- set stored_orders = recorded.get('orders') if watermark is not none else none %}
 {%- if watermark is not none and 'orders' not in recorded %}
     {%- set stored_orders = cdc_stored_orders(open_versions) %}
@@ -67,21 +67,23 @@
 {%- endif %}
 {%- set orders = {} %}
 {%- do orders.update(stored_orders or {}) %}
-{%- for table_key, span in (counted.orders if counted is not none else {}).items() %}
+{%- for table_key, span in ((counted.orders if counted is not none else none) or {}).items() %}
     {%- if span[1] is not none and (orders.get(table_key) is none or span[1] > orders[table_key]) %}
         {%- do orders.update({table_key: span[1]}) %}
     {%- endif %}
 {%- endfor %}
-{#- beyond this many tables the record would weigh on every commit: it says none, and the
+{%- set extra = {'truncations': truncations_before + counted.truncations} if counted is not none else none %}
+{#- a first build does not count its changes' orders per table (cdc_change_counts: a sort of
+    every change): its record leaves them out, and the first increment reads them from the open
+    versions. Beyond 5,000 tables the record would weigh on every commit: it says none, and the
     increments take the late check's query instead (reading the orders from the open versions at
     every run too would be that query's scan twice). Without the stored orders (none recorded)
     the map holds the new changes' only, and is not recorded either #}
-{%- set complete = watermark is none or stored_orders is mapping %}
-{%- set recorded_orders = orders if complete and orders | length <= 5000 else none %}
-{%- do cdc_record_watermark(
-    counted.up_to if counted is not none else none,
-    {'truncations': truncations_before + counted.truncations, 'orders': recorded_orders} if counted is not none else none,
-) %}
+{%- if counted is not none and counted.orders is mapping %}
+    {%- set complete = watermark is none or stored_orders is mapping %}
+    {%- do extra.update({'orders': orders if complete and orders | length <= 5000 else none}) %}
+{%- endif %}
+{%- do cdc_record_watermark(counted.up_to if counted is not none else none, extra) %}
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = counted is none or counted.truncations > 0 %}
