@@ -140,11 +140,17 @@ def repair_aborted_metastore(root: Path) -> None:
 
     Derby writes ``service.properties`` last when it creates a database. A process killed
     before that (e.g. SIGKILL during the first ``lakehouse ingest`` of a new LAKEHOUSE_DIR)
-    leaves a directory Derby refuses to boot (ERROR XBM0A) forever after. Such a database was
-    never usable, so it holds no table registrations: deleting it loses nothing.
+    leaves a directory Derby refuses to boot (ERROR XBM0A) forever after; one killed while it
+    wrote the file leaves it without ``derby.serviceProtocol`` (ERROR XCY03). Such a database
+    was never usable, so it holds no table registrations: deleting it loses nothing. A later
+    rewrite of the file keeps the previous one as ``service.propertiesold`` until it is done,
+    from which Derby restores it itself: with that file present nothing is removed.
     """
     db = root / "metastore_db"
-    if db.is_dir() and not (db / "service.properties").exists():
+    if not db.is_dir() or (db / "service.propertiesold").exists():
+        return
+    properties = db / "service.properties"
+    if not properties.exists() or "derby.serviceProtocol" not in properties.read_text(errors="replace"):
         shutil.rmtree(db)
 
 

@@ -142,11 +142,24 @@ def test_half_created_metastore_is_removed_and_a_real_one_kept(tmp_path: Path) -
     (aborted / "db.lck").write_text("")
     repair_aborted_metastore(aborted.parent)
     assert not aborted.exists()
+    # killed while writing service.properties: the file lacks the protocol Derby boots by
+    truncated = tmp_path / "c" / "metastore_db"
+    (truncated / "seg0").mkdir(parents=True)
+    (truncated / "service.properties").write_text("#--- last line\nderby.storage.pageSize=")
+    repair_aborted_metastore(truncated.parent)
+    assert not truncated.exists()
     real = tmp_path / "b" / "metastore_db"
     (real / "seg0").mkdir(parents=True)
-    (real / "service.properties").write_text("derby")
+    (real / "service.properties").write_text("derby.serviceProtocol=org.apache.derby.database.Database\n")
     repair_aborted_metastore(real.parent)
     assert (real / "service.properties").exists()
+    # a rewrite in progress keeps the old file beside it, and Derby restores from it
+    rewriting = tmp_path / "d" / "metastore_db"
+    (rewriting / "seg0").mkdir(parents=True)
+    (rewriting / "service.propertiesold").write_text("derby.serviceProtocol=org.apache.derby.database.Database\n")
+    (rewriting / "service.properties").write_text("")
+    repair_aborted_metastore(rewriting.parent)
+    assert (rewriting / "service.propertiesold").exists()
 
 
 def test_table_creation_killed_half_way_is_cleared(lakehouse) -> None:  # noqa: ANN001
