@@ -65,23 +65,23 @@
 {%- if truncations_before is none %}
     {%- set truncations_before = cdc_truncation_count(ref('cdc_changes'), watermark) %}
 {%- endif %}
-{%- set orders = {} %}
-{%- do orders.update(stored_orders or {}) %}
-{%- for table_key, span in ((counted.orders if counted is not none else none) or {}).items() %}
-    {%- if span[1] is not none and (orders.get(table_key) is none or span[1] > orders[table_key]) %}
-        {%- do orders.update({table_key: span[1]}) %}
-    {%- endif %}
-{%- endfor %}
 {%- set extra = {'truncations': truncations_before + counted.truncations} if counted is not none else none %}
-{#- a first build does not count its changes' orders per table (cdc_change_counts: a sort of
-    every change): its record leaves them out, and the first increment reads them from the open
-    versions. Beyond 5,000 tables the record would weigh on every commit: it says none, and the
-    increments take the late check's query instead (reading the orders from the open versions at
-    every run too would be that query's scan twice). Without the stored orders (none recorded)
-    the map holds the new changes' only, and is not recorded either #}
+{#- the newest apply order per table, stored or new. A first build does not count its changes'
+    orders per table (cdc_change_counts: a sort of every change): its record leaves them out,
+    and the first increment reads them from the open versions. Beyond 5,000 tables the record
+    would weigh on every commit: it says none, and the increments take the late check's query
+    instead (reading the orders from the open versions at every run too would be that query's
+    scan twice). Without the stored orders (none recorded) the map holds the new changes' only,
+    and is not recorded either #}
 {%- if counted is not none and counted.orders is mapping %}
-    {%- set complete = watermark is none or stored_orders is mapping %}
-    {%- do extra.update({'orders': orders if complete and orders | length <= 5000 else none}) %}
+    {%- set orders = {} %}
+    {%- do orders.update(stored_orders or {}) %}
+    {%- for table_key, span in counted.orders.items() %}
+        {%- if span[1] is not none and (orders.get(table_key) is none or span[1] > orders[table_key]) %}
+            {%- do orders.update({table_key: span[1]}) %}
+        {%- endif %}
+    {%- endfor %}
+    {%- do extra.update({'orders': orders if stored_orders is mapping and orders | length <= 5000 else none}) %}
 {%- endif %}
 {%- do cdc_record_watermark(counted.up_to if counted is not none else none, extra) %}
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
