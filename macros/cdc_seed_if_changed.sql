@@ -3,11 +3,14 @@
     seed table on every `dbt build` (three Delta commits per seed, seconds each on a small
     machine, paid again by every incremental build). Here a loaded table remembers the
     checksum of the file it was loaded from (table property cdc.seed_checksum); while the file
-    is unchanged the table is left as it is. `dbt seed --full-refresh` still reloads.
+    is unchanged the table is left as it is. `dbt seed --full-refresh` still reloads. A load
+    is one statement, one Delta commit: the table created from its rows, with the checksum.
 #}
 
 {% macro _cdc_seed_checksum(model) -%}
-    {{ return(model.checksum.checksum ~ ':' ~ tojson(model.config.get('column_types', {}))) }}
+    {#- `:literals`: a table loaded before empty cells were loaded as null (their 'None'
+        strings) is loaded again once -#}
+    {{ return(model.checksum.checksum ~ ':' ~ tojson(model.config.get('column_types', {})) ~ ':literals') }}
 {%- endmacro %}
 
 {% macro _cdc_seed_is_loaded(model, relation) -%}
@@ -15,6 +18,23 @@
         {{ return(false) }}
     {%- endif -%}
     {{ return(cdc_table_property(relation, 'cdc.seed_checksum') == _cdc_seed_checksum(model)) }}
+{%- endmacro %}
+
+{% macro _cdc_seed_literal(value) -%}
+    {#-
+        A CSV cell as a Spark SQL literal. dbt-spark binds seed values by formatting them
+        into the statement: an empty cell became the string 'None' (in process builds) and a
+        quote ended the string. Here an empty cell is null and strings are escaped.
+    -#}
+    {%- if value is none -%}
+        {{ return('null') }}
+    {%- elif value is sameas true or value is sameas false -%}
+        {{ return(value | string | lower) }}
+    {%- elif value is number -%}
+        {{ return(value | string) }}
+    {%- else -%}
+        {{ return(cdc_sql_string(value | string)) }}
+    {%- endif -%}
 {%- endmacro %}
 
 {% macro spark__reset_csv_table(model, full_refresh, old_relation, agate_table) %}
@@ -27,38 +47,81 @@
     {{ return(create_csv_table(model, agate_table)) }}
 {% endmacro %}
 
+{% macro spark__create_csv_table(model, agate_table) %}
+    {#- nothing yet: spark__load_csv_rows creates the table with its rows and its checksum, in
+        one statement and one Delta commit (create, insert and set the checksum were three:
+        about half a second each per seed in a first build) -#}
+    {{ return('') }}
+{% endmacro %}
+
 {% macro spark__load_csv_rows(model, agate_table) %}
     {%- if _cdc_seed_is_loaded(model, adapter.get_relation(this.database, this.schema, this.identifier)) -%}
         {{ return('-- unchanged since it was loaded: ' ~ _cdc_seed_checksum(model)) }}
     {%- endif -%}
-    {%- set batch_size = get_batch_size() -%}
     {%- set column_override = model['config'].get('column_types', {}) -%}
+    {%- set quote_seed_column = model['config'].get('quote_columns', None) -%}
+    {%- set names = [] -%}
+    {%- set types = [] -%}
+    {%- for col_name in agate_table.column_names -%}
+        {%- do names.append(adapter.quote_seed_column(col_name | string, quote_seed_column)) -%}
+        {%- do types.append(column_override.get(col_name, adapter.convert_type(agate_table, loop.index0))) -%}
+    {%- endfor -%}
+    {%- set chunks = agate_table.rows | batch(get_batch_size()) | list -%}
+    {#- the checksum goes with the rows: a table that has it holds all of them. Loaded in
+        several statements (more rows than a batch), it is set after the last one -#}
+    {%- set checksum -%}
+        tblproperties ('cdc.seed_checksum' = {{ cdc_sql_string(_cdc_seed_checksum(model)) }})
+    {%- endset -%}
     {%- set statements = [] -%}
-    {%- for chunk in agate_table.rows | batch(batch_size) -%}
-        {%- set bindings = [] -%}
-        {%- for row in chunk -%}
-            {%- do bindings.extend(row) -%}
-        {%- endfor -%}
+    {%- if not chunks -%}
         {%- set sql -%}
-            insert into {{ this.render() }} values
+            create table {{ this.render() }} (
+                {%- for name in names %}{{ name }} {{ types[loop.index0] }}{{ ', ' if not loop.last }}{% endfor -%}
+            )
+            {{ file_format_clause() }}
+            {{ location_clause() }}
+            {{ comment_clause() }}
+            {{ checksum }}
+        {%- endset -%}
+        {%- do adapter.add_query(sql) -%}
+        {{ return(sql) }}
+    {%- endif -%}
+    {%- for chunk in chunks -%}
+        {%- set rows -%}
+            values
             {% for row in chunk -%}
-                ({%- for col_name in agate_table.column_names -%}
-                    {%- set inferred_type = adapter.convert_type(agate_table, loop.index0) -%}
-                    {%- set type = column_override.get(col_name, inferred_type) -%}
-                    cast({{ get_binding_char() }} as {{ type }})
+                ({%- for value in row -%}
+                    cast({{ _cdc_seed_literal(value) }} as {{ types[loop.index0] }})
                     {%- if not loop.last %},{% endif -%}
                 {%- endfor -%})
                 {%- if not loop.last %},{% endif %}
             {%- endfor %}
         {%- endset -%}
-        {%- do adapter.add_query(sql, bindings=bindings, abridge_sql_log=True) -%}
-        {%- if loop.index0 == 0 -%}
+        {%- if loop.first -%}
+            {%- set sql -%}
+                create table {{ this.render() }}
+                {{ file_format_clause() }}
+                {{ partition_cols(label="partitioned by") }}
+                {{ clustered_cols(label="clustered by") }}
+                {{ location_clause() }}
+                {{ comment_clause() }}
+                {%- if chunks | length == 1 %}
+                {{ checksum }}
+                {%- endif %}
+                as select * from {{ rows }} as seed_rows ({{ names | join(', ') }})
+            {%- endset -%}
+        {%- else -%}
+            {%- set sql -%}
+                insert into {{ this.render() }} {{ rows }}
+            {%- endset -%}
+        {%- endif -%}
+        {%- do adapter.add_query(sql, abridge_sql_log=True) -%}
+        {%- if loop.first -%}
             {%- do statements.append(sql) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- do adapter.add_query(
-        'alter table ' ~ this.render() ~ " set tblproperties ('cdc.seed_checksum' = "
-        ~ cdc_sql_string(_cdc_seed_checksum(model)) ~ ')'
-    ) -%}
-    {{ return(statements[0] if statements else '') }}
+    {%- if chunks | length > 1 -%}
+        {%- do adapter.add_query('alter table ' ~ this.render() ~ ' set ' ~ checksum) -%}
+    {%- endif -%}
+    {{ return(statements[0]) }}
 {% endmacro %}
