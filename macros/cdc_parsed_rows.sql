@@ -45,12 +45,9 @@ records_for_fast_parsers as (
         per format, 50 s with one). A fast parser's branch takes the values that are not
         UTF-8 too, and quarantines them. #}
     select * from routed
-    {%- set topics = [] %}
-    {%- for format_id in fast_formats %}
-        {%- do topics.extend(plan.parser_topics.get(format_id, [none])) %}
-    {%- endfor %}
-    {%- if topics and none not in topics %}
-    where topic in ({{ cdc_sql_list(topics | unique | list) }})
+    {%- set topics = _cdc_parser_topics(plan, fast_formats) %}
+    {%- if topics is not none %}
+    where topic in ({{ cdc_sql_list(topics) }})
     {%- endif %}
 
 ),
@@ -105,11 +102,8 @@ records_for_{{ parser }} as (
         (a pass over the bytes) is then only paid for this parser's own records #}
     select * from routed
     where
-        {%- set topics = [] %}
-        {%- for format_id in format_ids %}
-            {%- do topics.extend(plan.parser_topics.get(format_id, [none])) %}
-        {%- endfor %}
-        {%- if topics and none not in topics %}
+        {%- set topics = _cdc_parser_topics(plan, format_ids) %}
+        {%- if topics is not none %}
         topic in ({{ cdc_sql_list(topics) }})
         and
         {%- endif %}
@@ -323,6 +317,16 @@ final as (
     from judged
 
 )
+{%- endmacro %}
+
+{% macro _cdc_parser_topics(plan, format_ids) -%}
+    {#- The topics whose records a branch reading `format_ids` takes, each once; none when it
+        must take every topic's (a format the plan has no topics for: detected per record) -#}
+    {%- set topics = [] -%}
+    {%- for format_id in format_ids -%}
+        {%- do topics.extend(plan.parser_topics.get(format_id, [none])) -%}
+    {%- endfor -%}
+    {{ return(none if not topics or none in topics else topics | unique | list) }}
 {%- endmacro %}
 
 {% macro cdc_leftover_reason(fast_parser) -%}

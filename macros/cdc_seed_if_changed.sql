@@ -48,80 +48,82 @@
 {% endmacro %}
 
 {% macro spark__create_csv_table(model, agate_table) %}
-    {#- nothing yet: spark__load_csv_rows creates the table with its rows and its checksum, in
-        one statement and one Delta commit (create, insert and set the checksum were three:
-        about half a second each per seed in a first build) -#}
-    {{ return('') }}
+    {#- a CSV with rows: nothing yet, spark__load_csv_rows creates the table with its rows and
+        its checksum, in one statement and one Delta commit (create, insert and set the
+        checksum were three: about half a second each per seed in a first build). dbt calls
+        load_csv_rows only for a CSV with rows: an empty one is created here -#}
+    {%- if agate_table.rows | length > 0 -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set sql = _cdc_seed_create(model, agate_table, []) -%}
+    {%- do adapter.add_query(sql) -%}
+    {{ return(sql) }}
 {% endmacro %}
+
+{% macro _cdc_seed_values(rows, types) -%}
+    {#- `values (...), ...` of the rows, each cell cast to its column's type -#}
+    values
+    {% for row in rows -%}
+        ({%- for value in row -%}
+            cast({{ _cdc_seed_literal(value) }} as {{ types[loop.index0] }})
+            {%- if not loop.last %},{% endif -%}
+        {%- endfor -%})
+        {%- if not loop.last %},{% endif %}
+    {%- endfor %}
+{%- endmacro %}
+
+{% macro _cdc_seed_columns(model, agate_table) -%}
+    {#- the seed's columns as {'names': [...], 'types': [...]}: dbt's quoting and types -#}
+    {%- set column_override = model['config'].get('column_types', {}) -%}
+    {%- set quote_seed_column = model['config'].get('quote_columns', None) -%}
+    {%- set columns = {'names': [], 'types': []} -%}
+    {%- for col_name in agate_table.column_names -%}
+        {%- do columns.names.append(adapter.quote_seed_column(col_name | string, quote_seed_column)) -%}
+        {%- do columns.types.append(column_override.get(col_name, adapter.convert_type(agate_table, loop.index0))) -%}
+    {%- endfor -%}
+    {{ return(columns) }}
+{%- endmacro %}
+
+{% macro _cdc_seed_checksum_clause(model) -%}
+    tblproperties ('cdc.seed_checksum' = {{ cdc_sql_string(_cdc_seed_checksum(model)) }})
+{%- endmacro %}
+
+{% macro _cdc_seed_create(model, agate_table, rows, with_checksum=true) -%}
+    {#- `create table ... as select` of `rows`; with no rows, one row of nulls that nothing
+        keeps gives the columns their types -#}
+    {%- set columns = _cdc_seed_columns(model, agate_table) -%}
+    create table {{ this.render() }}
+    {{ file_format_clause() }}
+    {{ partition_cols(label="partitioned by") }}
+    {{ clustered_cols(label="clustered by") }}
+    {{ location_clause() }}
+    {{ comment_clause() }}
+    {%- if with_checksum %}
+    {{ _cdc_seed_checksum_clause(model) }}
+    {%- endif %}
+    as select * from {{ _cdc_seed_values(rows or [[none] * (columns.names | length)], columns.types) }}
+        as seed_rows ({{ columns.names | join(', ') }})
+    {%- if not rows %}
+    where false
+    {%- endif %}
+{%- endmacro %}
 
 {% macro spark__load_csv_rows(model, agate_table) %}
     {%- if _cdc_seed_is_loaded(model, adapter.get_relation(this.database, this.schema, this.identifier)) -%}
         {{ return('-- unchanged since it was loaded: ' ~ _cdc_seed_checksum(model)) }}
     {%- endif -%}
-    {%- set column_override = model['config'].get('column_types', {}) -%}
-    {%- set quote_seed_column = model['config'].get('quote_columns', None) -%}
-    {%- set names = [] -%}
-    {%- set types = [] -%}
-    {%- for col_name in agate_table.column_names -%}
-        {%- do names.append(adapter.quote_seed_column(col_name | string, quote_seed_column)) -%}
-        {%- do types.append(column_override.get(col_name, adapter.convert_type(agate_table, loop.index0))) -%}
-    {%- endfor -%}
+    {%- set types = _cdc_seed_columns(model, agate_table).types -%}
     {%- set chunks = agate_table.rows | batch(get_batch_size()) | list -%}
     {#- the checksum goes with the rows: a table that has it holds all of them. Loaded in
         several statements (more rows than a batch), it is set after the last one -#}
-    {%- set checksum -%}
-        tblproperties ('cdc.seed_checksum' = {{ cdc_sql_string(_cdc_seed_checksum(model)) }})
-    {%- endset -%}
-    {%- set statements = [] -%}
-    {%- if not chunks -%}
-        {%- set sql -%}
-            create table {{ this.render() }} (
-                {%- for name in names %}{{ name }} {{ types[loop.index0] }}{{ ', ' if not loop.last }}{% endfor -%}
-            )
-            {{ file_format_clause() }}
-            {{ location_clause() }}
-            {{ comment_clause() }}
-            {{ checksum }}
-        {%- endset -%}
-        {%- do adapter.add_query(sql) -%}
-        {{ return(sql) }}
-    {%- endif -%}
-    {%- for chunk in chunks -%}
-        {%- set rows -%}
-            values
-            {% for row in chunk -%}
-                ({%- for value in row -%}
-                    cast({{ _cdc_seed_literal(value) }} as {{ types[loop.index0] }})
-                    {%- if not loop.last %},{% endif -%}
-                {%- endfor -%})
-                {%- if not loop.last %},{% endif %}
-            {%- endfor %}
-        {%- endset -%}
-        {%- if loop.first -%}
-            {%- set sql -%}
-                create table {{ this.render() }}
-                {{ file_format_clause() }}
-                {{ partition_cols(label="partitioned by") }}
-                {{ clustered_cols(label="clustered by") }}
-                {{ location_clause() }}
-                {{ comment_clause() }}
-                {%- if chunks | length == 1 %}
-                {{ checksum }}
-                {%- endif %}
-                as select * from {{ rows }} as seed_rows ({{ names | join(', ') }})
-            {%- endset -%}
-        {%- else -%}
-            {%- set sql -%}
-                insert into {{ this.render() }} {{ rows }}
-            {%- endset -%}
-        {%- endif -%}
-        {%- do adapter.add_query(sql, abridge_sql_log=True) -%}
-        {%- if loop.first -%}
-            {%- do statements.append(sql) -%}
-        {%- endif -%}
+    {%- set create = _cdc_seed_create(model, agate_table, chunks[0], with_checksum=chunks | length == 1) -%}
+    {%- do adapter.add_query(create, abridge_sql_log=True) -%}
+    {%- for chunk in chunks[1:] -%}
+        {%- do adapter.add_query('insert into ' ~ this.render() ~ ' ' ~ _cdc_seed_values(chunk, types),
+            abridge_sql_log=True) -%}
     {%- endfor -%}
     {%- if chunks | length > 1 -%}
-        {%- do adapter.add_query('alter table ' ~ this.render() ~ ' set ' ~ checksum) -%}
+        {%- do adapter.add_query('alter table ' ~ this.render() ~ ' set ' ~ _cdc_seed_checksum_clause(model)) -%}
     {%- endif -%}
-    {{ return(statements[0]) }}
+    {{ return(create) }}
 {% endmacro %}

@@ -104,25 +104,30 @@ class InProcessLakehouse:
         A dbt build of this project is dominated by fixed costs on test-sized data (seeds and
         some fifty data tests), so the seeds are loaded once per session (``reset`` keeps them)
         and ``tests=False`` runs the models only, for the intermediate builds of a scenario
-        whose final build runs the data tests.
+        whose final build runs the data tests. Only a build without ``--select`` loads every
+        seed: a selected one leaves the session unseeded, whatever order the tests run in.
         """
-        from dbt.cli.main import dbtRunner
-
         command = ["build"] if tests else ["run"]
         if self._seeded and tests:
             command += ["--exclude", "resource_type:seed"]
         if not self._seeded:
             command = ["build"] if tests else ["build", "--exclude", "resource_type:test"]
+        self.dbt(*command, *args)
+        self._seeded = self._seeded or "--select" not in args
+
+    def dbt(self, *args: str, project: Path = PROJECT) -> None:
+        """Any dbt command in-process, against ``project``; fails the test when a node fails."""
+        from dbt.cli.main import dbtRunner
+
         result = dbtRunner().invoke([
-            *command, "--profiles-dir", str(PROJECT / "profiles"),
-            "--project-dir", str(PROJECT), "--quiet", *args,
+            *args, "--profiles-dir", str(PROJECT / "profiles"),
+            "--project-dir", str(project), "--quiet",
         ])
         failures = [
             f"{r.node.unique_id}: {r.status}: {r.message}"
             for r in (result.result or []) if str(r.status) in ("error", "fail")
         ]
         assert result.success and not failures, "\n".join(failures) or str(result.exception)
-        self._seeded = True
 
     def rows(self, query: str) -> list[dict[str, Any]]:
         """The query's rows as dicts."""
