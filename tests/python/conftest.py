@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,7 +99,7 @@ class InProcessLakehouse:
         args += ["--topic", topic] if topic else []
         assert cli.main(args) == 0
 
-    def build(self, *args: str, tests: bool = True) -> None:
+    def build(self, *args: str, tests: bool = True, project: Path = PROJECT) -> None:
         """``dbt build`` in-process; fails the test with dbt's own message when a node fails.
 
         A dbt build of this project is dominated by fixed costs on test-sized data (seeds and
@@ -112,16 +113,22 @@ class InProcessLakehouse:
             command += ["--exclude", "resource_type:seed"]
         if not self._seeded:
             command = ["build"] if tests else ["build", "--exclude", "resource_type:test"]
-        self.dbt(*command, *args)
+        self.dbt(*command, *args, project=project)
         self._seeded = self._seeded or "--select" not in args
 
     def dbt(self, *args: str, project: Path = PROJECT) -> None:
-        """Any dbt command in-process, against ``project``; fails the test when a node fails."""
+        """Any dbt command in-process, against ``project``; fails the test when a node fails.
+
+        A copy of the project (:func:`copy_project`) keeps its own target folder: dbt's partial
+        parsing would otherwise hand the next build of the project the copy's manifest, whose
+        seeds are read from the copy's files.
+        """
         from dbt.cli.main import dbtRunner
 
+        own_target = ["--target-path", str(project / "target")] if project != PROJECT else []
         result = dbtRunner().invoke([
             *args, "--profiles-dir", str(PROJECT / "profiles"),
-            "--project-dir", str(project), "--quiet",
+            "--project-dir", str(project), "--quiet", *own_target,
         ])
         failures = [
             f"{r.node.unique_id}: {r.status}: {r.message}"
@@ -140,6 +147,14 @@ class InProcessLakehouse:
             (r["source_table"], r["pk"]): json.loads(r["row"], parse_float=str, parse_int=str)
             for r in self.rows(f"select source_table, pk, row from gold.cdc_current_state {where}")
         }
+
+
+def copy_project(destination: Path) -> Path:
+    """The dbt project's files copied to ``destination``, for a test that edits a seed: the
+    checkout's own seeds stay as shipped for the tests running beside it."""
+    shutil.copytree(PROJECT, destination, ignore=shutil.ignore_patterns(
+        ".*", "target", "logs", "lakehouse", "bench", "docs", "jvm", "samples", "tests", "__pycache__"))
+    return destination
 
 
 @pytest.fixture(scope="session")

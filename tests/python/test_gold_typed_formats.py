@@ -29,7 +29,7 @@ import pytest
 from canal_messages import CanalTable
 from canal_messages import dumps as canal_dumps
 from cdc_messages import Raw, dumps, envelope
-from conftest import PROJECT, InProcessLakehouse
+from conftest import PROJECT, InProcessLakehouse, copy_project
 from oms_messages import OmsJsonTable
 
 OVERRIDES = PROJECT / "seeds" / "cdc_column_type_overrides.csv"
@@ -308,7 +308,8 @@ SOURCES = [_canal, _drs, _cloudcanal, _dataworks, _dataworks_v2, _oms_json, _oms
 
 
 @pytest.fixture(scope="module")
-def typed_lake(_shared_lakehouse: InProcessLakehouse) -> Iterator[InProcessLakehouse]:
+def typed_lake(_shared_lakehouse: InProcessLakehouse, tmp_path_factory: pytest.TempPathFactory,
+               ) -> Iterator[InProcessLakehouse]:
     lake = _shared_lakehouse
     lake.reset()
     by_format: dict[str, list[str]] = {}
@@ -317,13 +318,15 @@ def typed_lake(_shared_lakehouse: InProcessLakehouse) -> Iterator[InProcessLakeh
         by_format.setdefault(fmt, []).extend(lines)
     for fmt, lines in by_format.items():
         lake.ingest(lines, fmt=fmt)
-    shipped = OVERRIDES.read_text(encoding="utf-8")
+    # the user's override row, in a copy of the project: the checkout's seed stays as shipped
+    project = copy_project(tmp_path_factory.mktemp("typed") / "project")
+    overrides = project / "seeds" / OVERRIDES.name
+    shipped = overrides.read_text(encoding="utf-8")
+    overrides.write_text(shipped + ("" if shipped.endswith("\n") else "\n") + OVERRIDE_ROW, encoding="utf-8")
     try:
-        OVERRIDES.write_text(shipped + ("" if shipped.endswith("\n") else "\n") + OVERRIDE_ROW, encoding="utf-8")
         lake._seeded = False  # load the seeds (with the extra row) in this one build
-        lake.build()
+        lake.build(project=project)
     finally:
-        OVERRIDES.write_text(shipped, encoding="utf-8")
         lake._seeded = False  # the next build of the session reloads the shipped seed
     yield lake
 
@@ -421,7 +424,7 @@ def test_dataworks_types(typed_lake):
     typed = typed_lake.rows("select column_name, spark_type, vendor_type from gold.cdc_typed_columns "
                             "where source_database = 'typed_dataworks' and column_name in ('amount', 'ratio')")
     assert {r["column_name"]: r["spark_type"] for r in typed} == {"amount": "decimal(38,18)", "ratio": "string"}
-    # the seed row is gone again: the shipped file is unchanged
+    # the row came from the copy: the checkout's seed is as shipped
     assert "typed_dataworks" not in OVERRIDES.read_text(encoding="utf-8")
 
 

@@ -10,9 +10,8 @@ the table is created with its rows and its checksum in one statement.
 from __future__ import annotations
 
 import csv
-import shutil
 
-from conftest import PROJECT
+from conftest import PROJECT, copy_project
 
 
 def _csv_rows(name: str) -> list[tuple]:
@@ -41,9 +40,7 @@ def test_seeds_hold_their_csv_with_empty_cells_as_null(lakehouse) -> None:
 
 def test_a_seed_without_rows_is_an_empty_table_of_its_columns(lakehouse, tmp_path) -> None:
     """A user who empties an overrides CSV (its header only) gets an empty table, typed."""
-    project = tmp_path / "project"
-    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns(
-        ".*", "target", "logs", "lakehouse", "bench", "docs", "jvm", "samples", "tests", "__pycache__"))
+    project = copy_project(tmp_path / "project")
     overrides = project / "seeds" / "cdc_column_type_overrides.csv"
     overrides.write_text(overrides.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
     try:
