@@ -55,7 +55,7 @@
     {%- if agate_table.rows | length > 0 -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set sql = _cdc_seed_create(model, agate_table, []) -%}
+    {%- set sql = _cdc_seed_create(model, _cdc_seed_columns(model, agate_table), []) -%}
     {%- do adapter.add_query(sql) -%}
     {{ return(sql) }}
 {% endmacro %}
@@ -88,10 +88,9 @@
     tblproperties ('cdc.seed_checksum' = {{ cdc_sql_string(_cdc_seed_checksum(model)) }})
 {%- endmacro %}
 
-{% macro _cdc_seed_create(model, agate_table, rows, with_checksum=true) -%}
-    {#- `create table ... as select` of `rows`; with no rows, one row of nulls that nothing
-        keeps gives the columns their types -#}
-    {%- set columns = _cdc_seed_columns(model, agate_table) -%}
+{% macro _cdc_seed_create(model, columns, rows, with_checksum=true) -%}
+    {#- `create table ... as select` of `rows` (`columns`: _cdc_seed_columns); with no rows,
+        one row of nulls that nothing keeps gives the columns their types -#}
     create table {{ this.render() }}
     {{ file_format_clause() }}
     {{ partition_cols(label="partitioned by") }}
@@ -112,14 +111,14 @@
     {%- if _cdc_seed_is_loaded(model, adapter.get_relation(this.database, this.schema, this.identifier)) -%}
         {{ return('-- unchanged since it was loaded: ' ~ _cdc_seed_checksum(model)) }}
     {%- endif -%}
-    {%- set types = _cdc_seed_columns(model, agate_table).types -%}
+    {%- set columns = _cdc_seed_columns(model, agate_table) -%}
     {%- set chunks = agate_table.rows | batch(get_batch_size()) | list -%}
     {#- the checksum goes with the rows: a table that has it holds all of them. Loaded in
         several statements (more rows than a batch), it is set after the last one -#}
-    {%- set create = _cdc_seed_create(model, agate_table, chunks[0], with_checksum=chunks | length == 1) -%}
+    {%- set create = _cdc_seed_create(model, columns, chunks[0], with_checksum=chunks | length == 1) -%}
     {%- do adapter.add_query(create, abridge_sql_log=True) -%}
     {%- for chunk in chunks[1:] -%}
-        {%- do adapter.add_query('insert into ' ~ this.render() ~ ' ' ~ _cdc_seed_values(chunk, types),
+        {%- do adapter.add_query('insert into ' ~ this.render() ~ ' ' ~ _cdc_seed_values(chunk, columns.types),
             abridge_sql_log=True) -%}
     {%- endfor -%}
     {%- if chunks | length > 1 -%}
