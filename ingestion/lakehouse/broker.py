@@ -294,7 +294,7 @@ def start(
     logs = directory / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (directory / "data").mkdir(exist_ok=True)
-    controller_port = free_port()
+    controller_port = free_port(avoid=(port, sasl_port))
     props = directory / "server.properties"
     props.write_text(
         _server_properties(directory, port, controller_port, sasl_port, sasl_password or "")

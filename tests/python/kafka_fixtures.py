@@ -114,6 +114,7 @@ _RUNNING: list[Broker] = []
 def kafka_broker_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """A real single-node Kafka (KRaft) on free loopback ports for the whole test session."""
     from lakehouse import broker
+    from lakehouse.ports import free_ports
 
     if _RUNNING:
         yield _RUNNING[0]
@@ -124,9 +125,8 @@ def kafka_broker_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[B
         pytest.fail(f"cannot resolve the Kafka broker jars: {exc}")
     directory = tmp_path_factory.mktemp("kafka-broker")
     password = "pw-" + secrets.token_hex(12)
-    info = broker.start(
-        broker.free_port(), directory, sasl_port=broker.free_port(), sasl_password=password
-    )
+    port, sasl_port = free_ports(2)
+    info = broker.start(port, directory, sasl_port=sasl_port, sasl_password=password)
     _RUNNING.append(Broker(
         info.bootstrap_servers, info.sasl_bootstrap_servers or "", broker.SASL_USER,
         password, directory,

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from conftest import BIN, PROJECT, InProcessLakehouse
-from lakehouse.ports import free_port
+from lakehouse.ports import free_port, free_ports
 from serve_process import serve_process, wait_ready
 
 SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
@@ -106,11 +106,11 @@ def metastore() -> Iterator[dict[str, Any]]:
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A master and two workers (1 core, 1g each) on free ports (``lakehouse cluster up``)."""
     directory = tmp_path_factory.mktemp("cluster")
-    webui_port = free_port()
+    port, webui_port = free_ports(2)
     env = _base_env()
     try:
         up = _lakehouse(
-            "cluster", "up", "--dir", str(directory), "--port", str(free_port()), "--webui-port", str(webui_port),
+            "cluster", "up", "--dir", str(directory), "--port", str(port), "--webui-port", str(webui_port),
             "--workers", "2", "--worker-cores", "1", "--worker-memory", "1g", env=env, timeout=300,
         )  # fmt: skip
         master_url = up.stdout.strip().splitlines()[-1]
