@@ -79,6 +79,10 @@ change_shapes as (
 
 image_columns as (
 
+    {#- `outer`, and the shapes without columns dropped after it: for a plain posexplode Spark
+        infers a filter (the array is not empty) and pushes it below the grouping into the scan,
+        where it parsed the shape of every change, not of every distinct shape (4M changes,
+        warm: 11.0 s with it, 3.3 s without) #}
     select
         change_shapes.source_format,
         change_shapes.source_database,
@@ -92,7 +96,8 @@ image_columns as (
         change_shapes.last_order,
         change_shapes.last_ingested_at
     from change_shapes
-    lateral view posexplode(change_shapes.column_names) image_column as pos, col
+    lateral view outer posexplode(change_shapes.column_names) image_column as pos, col
+    where image_column.col is not null
 
 ),
 
