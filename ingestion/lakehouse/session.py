@@ -120,7 +120,7 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.sql.shuffle.partitions": "16",
         # One bronze file (bronze.RECORDS_PER_FILE, about 25 MB) or silver file per task: with the
         # default 128 MB Spark packs five into one, and a 4M first build's parse ran as six tasks
-        # on two cores, the last alone for 9 s (34.6 s against 40.7 s; bench/README, stop 32).
+        # on two cores, one core idle for the last 8 s (34.6 s against 40.7 s; bench/README, stop 32).
         "spark.sql.files.maxPartitionBytes": "32m",
         "spark.sql.ansi.enabled": "false",
         "spark.ui.enabled": "false",
