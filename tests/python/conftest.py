@@ -140,6 +140,11 @@ class InProcessLakehouse:
         """The query's rows as dicts."""
         return [r.asDict(recursive=True) for r in self.spark.sql(query).collect()]
 
+    def built_plan(self, layer: str, model: str) -> str:
+        """Spark's physical plan of the query the last build compiled for ``models/<layer>/<model>``."""
+        compiled = DBT_TARGET / "compiled" / "cdc_lakehouse" / "models" / layer / f"{model}.sql"
+        return self.spark.sql(compiled.read_text("utf-8"))._jdf.queryExecution().executedPlan().toString()
+
     def current_state(self, table: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
         """gold.cdc_current_state as {(table, pk): row} with ``row`` JSON-decoded exactly."""
         where = f"where source_table = '{table}'" if table else ""

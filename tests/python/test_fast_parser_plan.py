@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 
-from conftest import DBT_TARGET
 from fast_parser_check import bench_lines
 
 FORMATS = ("debezium-json", "canal-json", "maxwell-json", "oms-json")
@@ -23,8 +22,7 @@ def test_fast_parsers_of_four_formats_read_bronze_once(lakehouse) -> None:
         lakehouse.ingest(bench_lines(fmt, changes=400), fmt=fmt)
     lakehouse.build("--select", "+cdc_parsed", "--full-refresh", tests=False)
 
-    compiled = (DBT_TARGET / "compiled" / "cdc_lakehouse" / "models" / "silver" / "cdc_parsed.sql").read_text("utf-8")
-    plan = lakehouse.spark.sql(compiled)._jdf.queryExecution().executedPlan().toString()
+    plan = lakehouse.built_plan("silver", "cdc_parsed")
     bronze_scans = [line for line in plan.splitlines() if "FileScan" in line and "kafka_records" in line]
     assert len(bronze_scans) == 1, "\n".join(bronze_scans)
     # the parsers themselves ran in that one branch: every format's records are parsed, none

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 
-from conftest import DBT_TARGET
 from fast_parser_check import bench_lines
 
 
@@ -21,9 +20,7 @@ def test_table_columns_parses_shapes_after_grouping_them(lakehouse) -> None:
     lakehouse.ingest(bench_lines("debezium-json", changes=400), fmt="debezium-json")
     lakehouse.build("--select", "+cdc_table_columns", "--full-refresh", tests=False)
 
-    model = DBT_TARGET / "compiled" / "cdc_lakehouse" / "models" / "gold" / "cdc_table_columns.sql"
-    compiled = model.read_text("utf-8")
-    lines = lakehouse.spark.sql(compiled)._jdf.queryExecution().executedPlan().toString().splitlines()
+    lines = lakehouse.built_plan("gold", "cdc_table_columns").splitlines()
     scans = [i for i, line in enumerate(lines) if "FileScan" in line and "cdc_parsed" in line]
     assert scans, "\n".join(lines)
     scan_filters = [lines[i - 1] for i in scans if "Filter" in lines[i - 1]]
