@@ -8,14 +8,15 @@ MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
 SPARK_JARS := .cache/jars/spark/.synced
 FUNCTIONS_JAR := .cache/jars/spark/cdc-lakehouse-functions.jar
 FUNCTIONS_SRC := $(wildcard jvm/functions/src/main/java/cdc/lakehouse/*.java)
+CDS_ARCHIVE := .cache/cds/lakehouse.jsa
 export LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
 # apt-get needs root: CI runs as root, a developer's machine through sudo.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup venv jars demo test lint sqlfluff pytest clean kafka-up kafka-down bench kafka-jars kafka-status \
+.PHONY: setup venv jars cds demo test lint sqlfluff pytest clean kafka-up kafka-down bench kafka-jars kafka-status \
 	postgres-bin postgres-up postgres-down cluster-up cluster-down test-cluster
 
-setup: venv jars
+setup: venv jars cds
 
 venv: $(BIN)/.installed
 
@@ -45,6 +46,14 @@ $(FUNCTIONS_JAR): $(FUNCTIONS_SRC) $(SPARK_JARS)
 	    -cp "$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')/*" \
 	    $(FUNCTIONS_SRC)
 	jar --create --file $@ -C .cache/functions-classes .
+
+# The driver JVM's class archive (ingestion/lakehouse/cds.py): a build of the sample in a
+# throw-away lakehouse dumps the classes it loaded, and every Spark session then starts from them.
+# Written again when the jars or the Python packages change (the JVM would ignore a stale one).
+cds: $(CDS_ARCHIVE)
+
+$(CDS_ARCHIVE): $(SPARK_JARS) $(FUNCTIONS_JAR) $(BIN)/.installed
+	$(BIN)/python -m lakehouse.cds
 
 demo: setup
 	$(BIN)/lakehouse ingest --from-file samples/debezium_inventory.jsonl --format debezium-json

@@ -29,6 +29,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lakehouse import cds
 from lakehouse.paths import LOG4J_CONFIG, SPARK_JARS_DIR, lakehouse_dir
 
 if TYPE_CHECKING:
@@ -122,10 +123,12 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         # DataNucleus' default, None.
         "spark.hadoop.datanucleus.autoStartMechanism": "None" if derby else "MetaData",
         "spark.hadoop.datanucleus.autoStartMetaDataFiles": "package.jdo",
-        # The throughput collector: on two cores G1's concurrent threads take CPU from the tasks;
-        # the 1M-change parse query ran 9-18% faster with it, cold and warm (bench/README).
+        # The class archive (lakehouse.cds), then the throughput collector: on two cores G1's
+        # concurrent threads take CPU from the tasks; the 1M-change parse query ran 9-18% faster
+        # with it, cold and warm (bench/README).
         "spark.driver.extraJavaOptions": (
-            f"-XX:+UseParallelGC -Dderby.system.home={root} -Dlog4j2.configurationFile={LOG4J_CONFIG}"
+            f"{cds.java_options()} -XX:+UseParallelGC -Dderby.system.home={root} "
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"
         ),
         "spark.sql.session.timeZone": "UTC",
         # Enough partitions that a shuffle of millions of changes (the history) sorts in

@@ -69,7 +69,8 @@ def _absolute(value: str) -> str:
         return str(PROJECT / value.removeprefix(_USER_DIR))
     if value.startswith(("jdbc:", "s3a:", "spark:")):
         return value
-    return re.sub(r"(?<==)[^ ]+|^[.\w][\w./*-]*/[\w./*-]*$", fix, value)
+    # a path is a value with a slash (after an option's `=`, or the whole value): not `-Xlog:cds=off`
+    return re.sub(r"(?<==)[^ ]*/[^ ]*|^[.\w][\w./*-]*/[\w./*-]*$", fix, value)
 
 
 def _local_profile() -> dict[str, str]:
