@@ -36,9 +36,15 @@ SAMPLE = PROJECT_DIR / "samples" / "debezium_inventory.jsonl"
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def java_options(archive: Path = ARCHIVE) -> str:
-    """The driver's class-sharing options: ``LAKEHOUSE_CDS_OPTIONS``, else use ``archive``."""
-    return os.environ.get("LAKEHOUSE_CDS_OPTIONS", f"-XX:SharedArchiveFile={archive} {_QUIET}")
+def archive_options(archive: Path = ARCHIVE, *, required: bool = False) -> str:
+    """JVM options that map ``archive``: quietly when it may be unusable, or ``required``
+    (``-Xshare:on``: a JVM that cannot map it refuses to start, as the tests want)."""
+    return f"-XX:SharedArchiveFile={archive} {'-Xshare:on' if required else _QUIET}"
+
+
+def java_options() -> str:
+    """The driver's class-sharing options: ``LAKEHOUSE_CDS_OPTIONS``, else the archive's."""
+    return os.environ.get("LAKEHOUSE_CDS_OPTIONS", archive_options())
 
 
 def _progress(message: str) -> None:

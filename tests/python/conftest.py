@@ -178,13 +178,14 @@ def lakehouse(_shared_lakehouse: InProcessLakehouse) -> InProcessLakehouse:
 class CliLakehouse:
     """A lakehouse driven only through the user-facing commands, in a subprocess each."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, cwd: Path = PROJECT) -> None:
         self.root = root
+        self.cwd = cwd  # where the commands run: the checkout, or anywhere a user may be
         self.env = dict(os.environ, LAKEHOUSE_DIR=str(root))
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
-            [str(BIN / "lakehouse"), *args], env=self.env, cwd=PROJECT,
+            [str(BIN / "lakehouse"), *args], env=self.env, cwd=self.cwd,
             capture_output=True, text=True, timeout=3600,
         )
         assert proc.returncode == 0, f"lakehouse {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
