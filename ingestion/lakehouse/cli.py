@@ -83,13 +83,19 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def run_dbt(dbt_args: list[str]) -> int:
-    """Run dbt in the checkout with ``profiles/`` and an absolute ``LAKEHOUSE_DIR``."""
-    env = dict(os.environ, LAKEHOUSE_DIR=str(lakehouse_dir()))
+    """Run dbt in the checkout with ``profiles/`` and an absolute ``LAKEHOUSE_DIR``: on the
+    embedded session (target ``local``) in this process, the Spark session started beside
+    dbt's own start (:mod:`lakehouse.dbt_session`); on another target as a command."""
+    from lakehouse import dbt_session
+
+    root = str(lakehouse_dir())
+    args = [*dbt_args, "--profiles-dir", str(PROJECT_DIR / "profiles"), "--project-dir", str(PROJECT_DIR)]
+    _progress(f"running {' '.join(args)} (LAKEHOUSE_DIR={root})")
+    if dbt_session.target_of(dbt_args) == "local":
+        os.environ["LAKEHOUSE_DIR"] = root
+        return dbt_session.run_dbt_here(args, PROJECT_DIR)
     dbt = Path(sys.executable).with_name("dbt")
-    cmd = [str(dbt), *dbt_args, "--profiles-dir", str(PROJECT_DIR / "profiles")]
-    cmd += ["--project-dir", str(PROJECT_DIR)]
-    _progress(f"running {' '.join(cmd[1:])} (LAKEHOUSE_DIR={env['LAKEHOUSE_DIR']})")
-    return subprocess.call(cmd, cwd=PROJECT_DIR, env=env)
+    return subprocess.call([str(dbt), *args], cwd=PROJECT_DIR, env=dict(os.environ, LAKEHOUSE_DIR=root))
 
 
 def cmd_sql(args: argparse.Namespace) -> int:

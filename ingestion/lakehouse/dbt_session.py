@@ -1,0 +1,67 @@
+"""``lakehouse build`` on the embedded session: dbt in this process, Spark started beside it.
+
+Why: dbt's ``session`` method starts the Spark driver at its first statement, after Python
+has imported dbt, registered the adapter and read the project (2-3 s on a small machine), and
+the driver then takes about as long again to start and open the metastore. Nothing in the
+one needs the other: here a thread starts the session of :mod:`lakehouse.session` (the
+profile's settings, kept equal by tests/python/test_profile.py) and opens the metastore while
+dbt starts in the main thread; dbt's session method then gets the running session
+(``SparkSession.builder.getOrCreate``). Every build process, the first as much as one with
+nothing new, starts that much sooner (bench/README, stop 34).
+
+Other targets (``--target thrift``, ``DBT_TARGET``) have no session to start: the caller runs
+dbt as a command of its own for them, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+
+def target_of(dbt_args: list[str]) -> str:
+    """The dbt target these arguments select: ``--target``/``-t``, else ``DBT_TARGET``, else
+    the profile's default (``local``)."""
+    for index, arg in enumerate(dbt_args):
+        if arg in ("--target", "-t") and index + 1 < len(dbt_args):
+            return dbt_args[index + 1]
+        if arg.startswith("--target="):
+            return arg.split("=", 1)[1]
+    return os.environ.get("DBT_TARGET", "local")
+
+
+def _start_session(failure: list[BaseException]) -> None:
+    """Start the lakehouse's Spark session and open its metastore (the first statement)."""
+    try:
+        from lakehouse.session import get_spark
+
+        get_spark("lakehouse-build").sql("show databases").collect()
+    except BaseException as error:  # noqa: BLE001 - dbt starts the session itself and reports it
+        failure.append(error)
+
+
+def run_dbt_here(dbt_args: list[str], project_dir: Path) -> int:
+    """Run ``dbt <dbt_args>`` in this process, in ``project_dir``, with the session started
+    beside dbt's own start. Exit status as dbt's command gives it: 0 success, 1 a node failed,
+    2 dbt could not run.
+
+    A session that fails to start is not reported here: dbt's first statement starts it again
+    and reports why, as it would have without this thread.
+    """
+    os.chdir(project_dir)
+    failure: list[BaseException] = []
+    starter = threading.Thread(target=_start_session, args=(failure,), name="lakehouse-spark-start", daemon=True)
+    starter.start()
+    from dbt.cli.exceptions import DbtUsageException
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke(dbt_args)
+    starter.join()
+    if isinstance(result.exception, DbtUsageException):
+        # dbt's command prints these itself; its runner leaves them to the caller
+        print(f"Error: {result.exception}", file=sys.stderr)
+    if result.exception is not None:
+        return 2
+    return 0 if result.success else 1
