@@ -264,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Run `dbt build --profiles-dir profiles` in the project against LAKEHOUSE_DIR. "
             "Later runs process only what is new. Extra arguments go to dbt, e.g. "
-            "`lakehouse build --select gold` or `lakehouse build --full-refresh`."
+            "`lakehouse build --select gold` or `lakehouse build --full-refresh`. On the local "
+            "target dbt runs in this process, with the Spark session started while dbt starts."
         ),
     )
     build.add_argument("dbt_args", nargs="*", help="arguments passed to dbt build")
