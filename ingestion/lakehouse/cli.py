@@ -84,7 +84,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def run_dbt(dbt_args: list[str]) -> int:
     """Run dbt in the checkout with ``profiles/`` and an absolute ``LAKEHOUSE_DIR``: on the
-    embedded session (target ``local``) in this process, the Spark session started beside
+    ``local`` target (dbt's session method) in this process, the Spark session started beside
     dbt's own start (:mod:`lakehouse.dbt_session`); on another target as a command."""
     from lakehouse import dbt_session
 

@@ -1,4 +1,5 @@
-"""``lakehouse build`` on the embedded session: dbt in this process, Spark started beside it.
+"""``lakehouse build`` on the ``local`` target (dbt's session method, embedded or on a cluster
+through LAKEHOUSE_SPARK_MASTER): dbt in this process, the Spark session started beside it.
 
 Why: dbt's ``session`` method starts the Spark driver at its first statement, after Python
 has imported dbt, registered the adapter and read the project (2-3 s on a small machine), and

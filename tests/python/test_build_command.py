@@ -1,4 +1,4 @@
-"""``lakehouse build``: dbt in the command's own process on the embedded session (the Spark
+"""``lakehouse build``: dbt in the command's own process on the local target (the Spark
 session started beside dbt's start, lakehouse.dbt_session), dbt's command on other targets."""
 
 from __future__ import annotations
