@@ -3,7 +3,9 @@
 Both loaders (file dumps and the Kafka source) hand a DataFrame of raw records to
 :func:`land`, which stamps it with the batch id and ingestion time and MERGEs it into
 ``bronze.kafka_records`` on (topic, partition, offset), inserting only what is not there yet.
-Re-landing a record therefore adds nothing, whichever loader lands it and however often.
+Re-landing a record therefore adds nothing, whichever loader lands it and however often. The
+first batch of a new lakehouse, which an empty table cannot already hold, is appended instead,
+in a Delta transaction that a concurrent writer's commit makes fail (then it is MERGEd).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -126,6 +128,8 @@ def land(
     record counts are then only upper bounds (compacted topics and transaction markers leave
     gaps): the count read is the MERGE's own count of its source rows (or, when it inserted
     nothing and so committed nothing, a count of ``records``).
+
+    Into a bronze table without rows the batch is appended, not MERGEd (:func:`_append_to_empty`).
     """
     ensure_bronze(spark)
     batch_id = batch_id or uuid.uuid4().hex
@@ -140,7 +144,11 @@ def land(
         batch = batch.dropDuplicates(["topic", "partition", "offset"])
     else:
         batch = _coalesced(batch, read)
-    landed = _merge(spark, _stamped(batch, fmt, source, batch_id), ranges, batch_id)
+    stamped = _stamped(batch, fmt, source, batch_id)
+    appended = _append_to_empty(spark, stamped, batch_id)
+    if appended is not None:
+        return LandResult(batch_id, appended if planned else read, appended)
+    landed = _merge(spark, stamped, ranges, batch_id)
     if planned:
         # Delta commits nothing when a MERGE inserts nothing (a replayed batch): count apart
         source_rows = _source_rows(spark, batch_id)
@@ -279,6 +287,62 @@ def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], bat
         spark.conf.unset(metadata_key)
         spark.catalog.dropTempView(view)
     return int(metrics[0]["num_inserted_rows"]) if metrics else 0
+
+
+def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> int | None:
+    """Append ``batch`` as bronze's first rows; the rows appended, or None when bronze holds rows
+    already (or its snapshot has no checksum to tell) or another writer committed first.
+
+    Bronze without a row cannot hold any offset of the batch, so the MERGE's anti join against
+    it only costs time, and it is the first batch of every new lakehouse that pays it: in a fresh
+    process, 1M records from the local broker took 14.5-14.9 s to MERGE into the empty table and
+    9.7-10.7 s to append (Delta's MERGE and its join are code a cold JVM compiles first).
+
+    A plain append would be blind: two loaders landing the same offsets at once into a new
+    lakehouse would both commit them. This one is a Delta transaction that reads the whole
+    table (``readWholeTable``) and finds no file in its snapshot; when another writer commits
+    between its start and its commit, Delta refuses the commit (a
+    DeltaConcurrentModificationException) and the caller MERGEs the batch instead. Delta offers
+    that only in its Scala API (``DeltaLog.startTransaction``, ``writeFiles``, ``commit``): the
+    SQL and DataFrame writers have no append that depends on what the table held. The files of
+    a refused commit are left unreferenced (``vacuum`` removes them).
+    """
+    from py4j.java_gateway import is_instance_of
+    from py4j.protocol import Py4JJavaError
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    txn = _empty_table_transaction(spark)
+    if txn is None:
+        return None
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    rows = Observation(f"bronze_append_{batch_id}")
+    observed = batch.observe(rows, F.count(F.lit(1)).alias("rows"))
+    write = getattr(getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write$"), "MODULE$")
+    defaults = [getattr(write, f"apply$default${i}")() for i in range(2, 10)]
+    defaults[2] = jvm.scala.Some(batch_id)  # userMetadata: `describe history` names the batch
+    operation = write.apply(jvm.org.apache.spark.sql.SaveMode.Append, *defaults)
+    try:
+        txn.commit(txn.writeFiles(observed._jdf), operation)
+    except Py4JJavaError as exc:
+        concurrent = "org.apache.spark.sql.delta.DeltaConcurrentModificationException"
+        if is_instance_of(spark.sparkContext._gateway, exc.java_exception, concurrent):  # type: ignore[attr-defined]
+            return None
+        raise
+    return int(rows.get["rows"])
+
+
+def _empty_table_transaction(spark: SparkSession) -> Any | None:
+    """A Delta transaction on bronze that has read the whole (empty) table; None when bronze's
+    snapshot holds files or has no checksum (the .crc of its commit: the file count without a
+    scan of the log)."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    txn = jvm.io.delta.tables.DeltaTable.forName(spark._jsparkSession, TABLE).deltaLog().startTransaction()
+    checksum = txn.snapshot().checksumOpt()
+    if not checksum.isDefined() or checksum.get().numFiles() != 0:
+        return None
+    txn.readWholeTable()
+    return txn
 
 
 def _source_rows(spark: SparkSession, batch_id: str) -> int | None:

@@ -149,6 +149,42 @@ def test_offsets_repeated_in_a_batch_land_once(lakehouse: InProcessLakehouse) ->
     assert ranges == [bronze.OffsetRange("a", 0, 0, 70000, 4), bronze.OffsetRange("b", 2, 5, 5, 1)]
 
 
+def _history(lh: InProcessLakehouse) -> list[dict]:
+    rows = lh.spark.sql(f"describe history {bronze.TABLE}").orderBy("version").collect()
+    return [{"operation": r["operation"], "batch": r["userMetadata"]} for r in rows]
+
+
+def test_the_first_batch_into_empty_bronze_is_appended_and_later_ones_merged(lakehouse: InProcessLakehouse) -> None:
+    first = _land(lakehouse, "first.jsonl", [_envelope("a", o) for o in range(20)] + [_envelope("a", 3)])
+    assert (first.read, first.landed) == (21, 20)  # the repeated offset lands once
+    again = _land(lakehouse, "again.jsonl", [_envelope("a", o) for o in range(15, 25)])
+    assert (again.read, again.landed) == (10, 5)
+    assert [r["offset"] for r in _bronze(lakehouse, "a")] == list(range(25))
+    history = _history(lakehouse)
+    assert [(h["operation"], h["batch"]) for h in history[-2:]] == [("WRITE", first.batch_id), ("MERGE", again.batch_id)]
+
+
+def test_a_commit_beside_the_first_append_makes_it_a_merge(
+    lakehouse: InProcessLakehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another loader commits offsets 5..14 after this land's transaction found bronze empty:
+    # Delta refuses the append, and the MERGE that follows lands only what is missing.
+    start = bronze._empty_table_transaction
+
+    def beside(spark):  # noqa: ANN001, ANN202 - the patched function's own signature
+        txn = start(spark)
+        assert txn is not None
+        monkeypatch.setattr(bronze, "_empty_table_transaction", start)
+        _land(lakehouse, "beside.jsonl", [_envelope("c", o) for o in range(5, 15)])
+        return txn
+
+    monkeypatch.setattr(bronze, "_empty_table_transaction", beside)
+    result = _land(lakehouse, "mine.jsonl", [_envelope("c", o) for o in range(10)])
+    assert (result.read, result.landed) == (10, 5)
+    assert [r["offset"] for r in _bronze(lakehouse, "c")] == list(range(15))
+    assert [h["operation"] for h in _history(lakehouse)][-2:] == ["WRITE", "MERGE"]
+
+
 def test_quotes_and_backslashes_in_topic_names(lakehouse: InProcessLakehouse) -> None:
     topic = "it's a \\ topic"
     lines = [_envelope(topic, o) for o in range(3)]
