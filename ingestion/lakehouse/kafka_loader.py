@@ -11,7 +11,9 @@ Why exactly once holds even under SIGKILL at any moment:
   are deterministic), then continues after it.
 * The sink is a Delta MERGE on (topic, partition, offset) that only inserts missing keys, and a
   Delta commit is atomic. A batch whose MERGE had committed before the kill lands nothing the
-  second time; one that had not lands everything. Nothing is written outside that commit.
+  second time; one that had not lands everything. Nothing is written outside that commit. (Into
+  an empty bronze table the batch is appended, by a transaction that commits only while the
+  table is still empty: a replay finds its rows there and MERGEs.)
 
 So a record is in bronze at most once (the MERGE key) and at least once (the replay). The
 checkpoint is per subscription, under ``$LAKEHOUSE_DIR/checkpoints/`` (:func:`checkpoint_name`).
@@ -384,7 +386,7 @@ def _make_sink(fmt: str | None, totals: _Totals, checkpoint: Path):  # type: ign
 
         ranges = planned_ranges(checkpoint, epoch)
         if ranges is not None:
-            # Kafka is read once, by the MERGE: the ranges come from the checkpoint.
+            # Kafka is read once, by the MERGE (or the append): the ranges come from the checkpoint.
             records, persisted = df.select(*bronze.RECORD_COLUMNS), False
         else:
             # Read Kafka once per batch: land() takes the offset ranges, then MERGEs the same
