@@ -105,7 +105,7 @@
         source column and the CDC metadata under the _cdc_ prefix.
     -#}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- set views = [] -%}
+    {%- set relations = [] -%}
     {%- set tables = {} -%}
     {%- for spec in cdc_typed_column_specs() -%}
         {%- do tables.setdefault((spec.source_database, spec.source_schema, spec.source_table), []).append(spec) -%}
@@ -141,9 +141,9 @@
                 where {{ where }}
             ) as current_rows
         {%- endset -%}
-        {%- do _cdc_create_typed_relation(
+        {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name, current_sql,
-            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_current_state', views) -%}
+            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_current_state')) -%}
         {%- set history_sql -%}
             select
                 {{ typed_columns | join(',\n                ') }},
@@ -166,9 +166,23 @@
                 where row is not null and {{ where }}
             ) as versions
         {%- endset -%}
-        {%- do _cdc_create_typed_relation(
+        {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name ~ '__history', history_sql,
-            'Versions of the rows of ' ~ label ~ ' (SCD type 2), typed; generated from gold.cdc_history', views) -%}
+            'Versions of the rows of ' ~ label ~ ' (SCD type 2), typed; generated from gold.cdc_history')) -%}
+    {%- endfor -%}
+    {#- whether the views may differ from these definitions: not when the last build that
+        created them recorded the same definitions (gold's database property cdc.typed_views,
+        set once they were all created; a metastore entry, no Delta commit) and every one of
+        them still exists. Else each view's comment, which holds its digest, says -#}
+    {%- set state = local_md5(relations | map(attribute='state') | join('\n')) -%}
+    {%- set unchanged = not flags.FULL_REFRESH and cdc_typed_views_state() == state
+        and relations | rejectattr('as_table') | map(attribute='name') | reject('in', cdc_gold_view_names()) | list | length == 0 -%}
+    {%- set existing = {} if unchanged else cdc_typed_relations(relations | map(attribute='name') | list) -%}
+    {%- set views = [] -%}
+    {%- for relation in relations -%}
+        {%- if relation.as_table or not unchanged -%}
+            {%- do _cdc_create_typed_relation(relation, existing.get(relation.name), views) -%}
+        {%- endif -%}
     {%- endfor -%}
     {#- the views in SQL scripts (Spark's begin ... end), so dbt sends one statement per hundred
         views, not one per view: a 4M first build's node took 8.6 s with a statement per view,
@@ -181,34 +195,76 @@
             {%- do run_query('begin\n' ~ (script | join(';\n')) ~ ';\nend') -%}
         {%- endif -%}
     {%- endfor -%}
+    {%- if not unchanged -%}
+        {%- do run_query('alter database gold set dbproperties (' ~ cdc_sql_string('cdc.typed_views') ~ ' = '
+            ~ cdc_sql_string(state) ~ ')') -%}
+    {%- endif -%}
     {{ return('') }}
 {%- endmacro %}
 
-{% macro _cdc_create_typed_relation(name, select_sql, comment, views) -%}
-    {#-
-        gold.<name> as a view of `select_sql`, or as a Delta table when the view's text is too
-        long for the metastore: Derby's Hive schema keeps view text in LONG VARCHAR, at most
-        32,700 characters, which a table of some 150 columns (or fewer, with long decoding
-        expressions) exceeds. A relation whose kind changes is dropped first. A view's create
-        statement is appended to `views`, for the caller to run; a table is created here.
-    -#}
+{% macro _cdc_typed_relation(name, select_sql, comment) -%}
+    {#- One typed relation of gold: a view of `select_sql`, or a Delta table when the view's text
+        is too long for the metastore (Derby's Hive schema keeps view text in LONG VARCHAR, at
+        most 32,700 characters, which a table of some 150 columns, or fewer with long decoding
+        expressions, exceeds). A view's comment carries a digest of its definition. -#}
     {%- set as_table = (select_sql | length) > 30000 -%}
-    {%- set existing = adapter.get_relation(this.database, 'gold', name) -%}
-    {%- if existing is not none and existing.is_view and as_table -%}
+    {%- set digest = 'definition ' ~ local_md5(select_sql)[:16] -%}
+    {{ return({'name': name, 'select_sql': select_sql, 'comment': comment, 'as_table': as_table,
+        'digest': digest, 'state': name ~ ' ' ~ ('table' if as_table else digest)}) }}
+{%- endmacro %}
+
+{% macro cdc_typed_views_state() -%}
+    {#- What the last build that created the typed views recorded of their definitions (gold's
+        database property cdc.typed_views); none when it recorded nothing. -#}
+    {%- for row in run_query('describe database extended gold').rows -%}
+        {%- set found = modules.re.search('[(]cdc[.]typed_views,([0-9a-f]+)[)]', row[1] or '')
+            if row[0] == 'Properties' else none -%}
+        {%- if found -%}
+            {{ return(found.group(1)) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{%- endmacro %}
+
+{% macro cdc_typed_relations(names) -%}
+    {#- The relations of gold among `names` that exist: name -> {is_view, information}, from
+        `show table extended` of just those (dbt's cache leaves the typed views out:
+        spark__list_relations_without_caching). -#}
+    {%- set found = {} -%}
+    {%- set present = [] -%}
+    {%- for row in run_query('show tables in gold').rows -%}
+        {%- if not row[2] and row[1] in names -%}
+            {%- do present.append(row[1]) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- for chunk in present | batch(200) -%}
+        {%- for row in run_query("show table extended in gold like '" ~ (chunk | join('|')) ~ "'").rows -%}
+            {%- do found.update({row[1]: {'is_view': 'Type: VIEW' in row[3], 'information': row[3]}}) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(found) }}
+{%- endmacro %}
+
+{% macro _cdc_create_typed_relation(relation, existing, views) -%}
+    {#-
+        gold.<relation.name> as a view, or as a Delta table (relation.as_table); `existing`:
+        what gold holds under that name (cdc_typed_relations), none when nothing. A relation
+        whose kind changes is dropped first. A view's create statement is appended to `views`,
+        for the caller to run, unless the view's comment shows the same digest (an unchanged
+        view is not re-created: a hundred views of fifty tables cost seconds); a table is
+        created here, at every build (it holds the rows, not a definition).
+    -#}
+    {%- set name = relation.name -%}
+    {%- if existing is not none and existing.is_view and relation.as_table -%}
         {%- do run_query('drop view if exists gold.' ~ cdc_quote(name)) -%}
-    {%- elif existing is not none and existing.is_table and not as_table -%}
+    {%- elif existing is not none and not existing.is_view and not relation.as_table -%}
         {%- do run_query('drop table if exists gold.' ~ cdc_quote(name)) -%}
     {%- endif -%}
-    {%- if as_table -%}
+    {%- if relation.as_table -%}
         {%- do run_query('create or replace table gold.' ~ cdc_quote(name) ~ ' using delta comment '
-            ~ cdc_sql_string(comment ~ ' (a table: too wide for a view)') ~ ' as ' ~ select_sql) -%}
-    {%- else -%}
-        {#- the comment carries a digest of the definition: an unchanged view is not re-created
-            (a hundred views of fifty tables cost seconds per build otherwise) -#}
-        {%- set digest = 'definition ' ~ local_md5(select_sql)[:16] -%}
-        {%- if existing is none or not existing.is_view or digest not in (existing.information or '') -%}
-            {%- do views.append('create or replace view gold.' ~ cdc_quote(name) ~ ' comment '
-                ~ cdc_sql_string(comment ~ ' (' ~ digest ~ ')') ~ ' as ' ~ select_sql) -%}
-        {%- endif -%}
+            ~ cdc_sql_string(relation.comment ~ ' (a table: too wide for a view)') ~ ' as ' ~ relation.select_sql) -%}
+    {%- elif existing is none or not existing.is_view or relation.digest not in (existing.information or '') -%}
+        {%- do views.append('create or replace view gold.' ~ cdc_quote(name) ~ ' comment '
+            ~ cdc_sql_string(relation.comment ~ ' (' ~ relation.digest ~ ')') ~ ' as ' ~ relation.select_sql) -%}
     {%- endif -%}
 {%- endmacro %}
