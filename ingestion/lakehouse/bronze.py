@@ -295,8 +295,8 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
 
     Bronze without a row cannot hold any offset of the batch, so the MERGE's anti join against
     it only costs time, and it is the first batch of every new lakehouse that pays it: in a fresh
-    process, 1M records from the local broker took 14.5-14.9 s to MERGE into the empty table and
-    9.7-10.7 s to append (Delta's MERGE and its join are code a cold JVM compiles first).
+    process, 1M records from the local broker took 13-16 s to MERGE into the empty table and
+    10-11 s to append (Delta's MERGE and its join are code a cold JVM compiles first).
 
     A plain append would be blind: two loaders landing the same offsets at once into a new
     lakehouse would both commit them. This one is a Delta transaction that reads the whole
