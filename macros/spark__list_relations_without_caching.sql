@@ -14,9 +14,9 @@
     {%- if relation.schema == 'gold' -%}
         {%- set views = cdc_gold_view_names() -%}
         {%- set kept = [] -%}
-        {%- for row in run_query('show tables in gold').rows -%}
-            {%- if not row[2] and not (row[1] in views and '__' in row[1]) -%}
-                {%- do kept.append(row[1]) -%}
+        {%- for name in cdc_gold_relation_names() -%}
+            {%- if not (name in views and '__' in name) -%}
+                {%- do kept.append(name) -%}
             {%- endif -%}
         {%- endfor -%}
         {#- nothing else: the listing of every relation, which is no longer than that -#}
@@ -30,8 +30,18 @@
 
 {% macro cdc_gold_view_names() -%}
     {#- The names of gold's views (`show views`: one listing, no metadata per view). -#}
+    {{ return(_cdc_gold_names('show views in gold')) }}
+{%- endmacro %}
+
+{% macro cdc_gold_relation_names() -%}
+    {#- The names of gold's tables and views (`show tables`: one listing, no metadata per relation). -#}
+    {{ return(_cdc_gold_names('show tables in gold')) }}
+{%- endmacro %}
+
+{% macro _cdc_gold_names(listing) -%}
+    {#- The second column of `listing` (`show tables` / `show views`), temporary views left out. -#}
     {%- set names = [] -%}
-    {%- for row in run_query('show views in gold').rows -%}
+    {%- for row in run_query(listing).rows -%}
         {%- if not row[2] -%}
             {%- do names.append(row[1]) -%}
         {%- endif -%}

@@ -231,13 +231,7 @@
         `show table extended` of just those (dbt's cache leaves the typed views out:
         spark__list_relations_without_caching). -#}
     {%- set found = {} -%}
-    {%- set present = [] -%}
-    {%- for row in run_query('show tables in gold').rows -%}
-        {%- if not row[2] and row[1] in names -%}
-            {%- do present.append(row[1]) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- for chunk in present | batch(200) -%}
+    {%- for chunk in cdc_gold_relation_names() | select('in', names) | batch(200) -%}
         {%- for row in run_query("show table extended in gold like '" ~ (chunk | join('|')) ~ "'").rows -%}
             {%- do found.update({row[1]: {'is_view': 'Type: VIEW' in row[3], 'information': row[3]}}) -%}
         {%- endfor -%}
