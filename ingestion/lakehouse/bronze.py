@@ -11,6 +11,7 @@ in a Delta transaction that a concurrent writer's commit makes fail (then it is 
 from __future__ import annotations
 
 import shutil
+import sys
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -305,23 +306,29 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
     DeltaConcurrentModificationException) and the caller MERGEs the batch instead. Delta offers
     that only in its Scala API (``DeltaLog.startTransaction``, ``writeFiles``, ``commit``): the
     SQL and DataFrame writers have no append that depends on what the table held. The files of
-    a refused commit are left unreferenced (``vacuum`` removes them).
+    a refused commit are left unreferenced (``vacuum`` removes them). Should a Delta version
+    name those internals differently, the batch is MERGEd, with a warning.
     """
     from py4j.java_gateway import is_instance_of
-    from py4j.protocol import Py4JJavaError
+    from py4j.protocol import Py4JError, Py4JJavaError
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    txn = _empty_table_transaction(spark)
+    try:
+        txn = _empty_table_transaction(spark)
+        operation = _write_operation(spark, batch_id) if txn is not None else None
+    except (Py4JError, TypeError) as exc:
+        # Delta internals, as Delta 4.4 has them: another Delta may name them differently. The
+        # MERGE lands the batch all the same (Delta's public SQL), only slower into an empty table.
+        _warn_once(
+            f"{TABLE}: Delta's transaction API is not the one this loader was written for "
+            f"(Delta 4.4), so a first batch is MERGEd, not appended: {str(exc).splitlines()[0]}"
+        )
+        return None
     if txn is None:
         return None
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     rows = Observation(f"bronze_append_{batch_id}")
     observed = batch.observe(rows, F.count(F.lit(1)).alias("rows"))
-    write = getattr(getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write$"), "MODULE$")
-    defaults = [getattr(write, f"apply$default${i}")() for i in range(2, 10)]
-    defaults[2] = jvm.scala.Some(batch_id)  # userMetadata: `describe history` names the batch
-    operation = write.apply(jvm.org.apache.spark.sql.SaveMode.Append, *defaults)
     try:
         txn.commit(txn.writeFiles(observed._jdf), operation)
     except Py4JJavaError as exc:
@@ -330,6 +337,26 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
             return None
         raise
     return int(rows.get["rows"])
+
+
+def _write_operation(spark: SparkSession, batch_id: str) -> Any:
+    """Delta's ``Write`` operation (append) for the commit, with the batch id as its user metadata
+    (so ``describe history`` names the batch, as it does for the MERGE's commits)."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    write = getattr(getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write$"), "MODULE$")
+    defaults = [getattr(write, f"apply$default${i}")() for i in range(2, 10)]
+    defaults[2] = jvm.scala.Some(batch_id)
+    return write.apply(jvm.org.apache.spark.sql.SaveMode.Append, *defaults)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """Print ``message`` on stderr once per process (a loader lands many batches)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        print(f"[lakehouse] warning: {message}", file=sys.stderr, flush=True)
 
 
 def _empty_table_transaction(spark: SparkSession) -> Any | None:

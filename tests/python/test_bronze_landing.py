@@ -185,6 +185,27 @@ def test_a_commit_beside_the_first_append_makes_it_a_merge(
     assert [h["operation"] for h in _history(lakehouse)][-2:] == ["WRITE", "MERGE"]
 
 
+def test_a_delta_without_the_transaction_api_the_append_uses_gets_a_merge(
+    lakehouse: InProcessLakehouse, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A Delta upgrade that renames the Scala internals the append calls: py4j then fails to find
+    # them, as it does here for a class that is not there. The batch is MERGEd, with a warning.
+    from py4j.protocol import Py4JError
+
+    def renamed(spark, batch_id):  # noqa: ANN001, ANN202 - the patched function's own signature
+        missing = spark.sparkContext._jvm.org.apache.spark.sql.delta.NoSuchOperation
+        return missing.apply(batch_id)
+
+    monkeypatch.setattr(bronze, "_write_operation", renamed)
+    with pytest.raises((Py4JError, TypeError)):
+        renamed(lakehouse.spark, "probe")
+    result = _land(lakehouse, "renamed.jsonl", [_envelope("d", o) for o in range(4)])
+    assert (result.read, result.landed) == (4, 4)
+    assert [r["offset"] for r in _bronze(lakehouse, "d")] == list(range(4))
+    assert _history(lakehouse)[-1] == {"operation": "MERGE", "batch": result.batch_id}
+    assert "a first batch is MERGEd, not appended" in capsys.readouterr().err
+
+
 def test_quotes_and_backslashes_in_topic_names(lakehouse: InProcessLakehouse) -> None:
     topic = "it's a \\ topic"
     lines = [_envelope(topic, o) for o in range(3)]
