@@ -317,9 +317,12 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
     try:
         txn = _empty_table_transaction(spark)
         operation = _write_operation(spark, batch_id) if txn is not None else None
+    except Py4JJavaError:
+        raise  # thrown by Delta itself (the table, its log): not a matter of names
     except (Py4JError, TypeError) as exc:
-        # Delta internals, as Delta 4.4 has them: another Delta may name them differently. The
-        # MERGE lands the batch all the same (Delta's public SQL), only slower into an empty table.
+        # Delta internals, as Delta 4.4 has them: another Delta may name them differently (py4j
+        # finds no such method, or no such class). The MERGE lands the batch all the same
+        # (Delta's public SQL), only slower into an empty table.
         _warn_once(
             f"{TABLE}: Delta's transaction API is not the one this loader was written for "
             f"(Delta 4.4), so a first batch is MERGEd, not appended: {str(exc).splitlines()[0]}"
