@@ -316,7 +316,9 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
 
     try:
         txn = _empty_table_transaction(spark)
-        operation = _write_operation(spark, batch_id) if txn is not None else None
+        if txn is None:
+            return None
+        operation = _write_operation(spark, batch_id)
     except Py4JJavaError:
         raise  # thrown by Delta itself (the table, its log): not a matter of names
     except (Py4JError, TypeError) as exc:
@@ -327,8 +329,6 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
             f"{TABLE}: Delta's transaction API is not the one this loader was written for "
             f"(Delta 4.4), so a first batch is MERGEd, not appended: {str(exc).splitlines()[0]}"
         )
-        return None
-    if txn is None:
         return None
     rows = Observation(f"bronze_append_{batch_id}")
     observed = batch.observe(rows, F.count(F.lit(1)).alias("rows"))
