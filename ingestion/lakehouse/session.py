@@ -81,6 +81,20 @@ NO_STATISTICS_COLUMNS = (
 )
 
 
+#: The JIT's thresholds for its optimising compiler (C2), forty times HotSpot's: a method is
+#: compiled by C2 after 200,000 calls or 1.6M loop iterations, and runs as C1's quick code
+#: until then. Our processes are short (an ingest, a build): in a fresh 1M-record Kafka
+#: ingest the JVM's compiler threads used 16.5 s of CPU against the tasks' 7.2 s, mostly on
+#: start-up code (metastore, Delta, the planner) that runs a few thousand times. With these,
+#: that ingest took 18.5-18.9 s against 20.4-22.1 s, 4M 41.4 s against 43.0-46.6 s, and a 4M
+#: first build 112 s against 115-121 s; ten times HotSpot's did about as well, a hundred and
+#: sixty times or C1 alone (166 s) worse: the rows' hot loops do need C2 (bench/README, stop 37).
+JIT_OPTIONS = (
+    "-XX:Tier4InvocationThreshold=200000 -XX:Tier4MinInvocationThreshold=80000 "
+    "-XX:Tier4CompileThreshold=240000 -XX:Tier4BackEdgeThreshold=1600000"
+)
+
+
 def spark_conf(root: Path | None = None) -> dict[str, str]:
     """Spark settings of the lakehouse rooted at ``root`` (``LAKEHOUSE_DIR``), from the environment."""
     root = root or lakehouse_dir()
@@ -125,9 +139,9 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.hadoop.datanucleus.autoStartMetaDataFiles": "package.jdo",
         # The class archive (lakehouse.cds), then the throughput collector: on two cores G1's
         # concurrent threads take CPU from the tasks; the 1M-change parse query ran 9-18% faster
-        # with it, cold and warm (bench/README).
+        # with it, cold and warm (bench/README). Then the JIT's thresholds (JIT_OPTIONS).
         "spark.driver.extraJavaOptions": (
-            f"{cds.java_options()} -XX:+UseParallelGC -Dderby.system.home={root} "
+            f"{cds.java_options()} -XX:+UseParallelGC {JIT_OPTIONS} -Dderby.system.home={root} "
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"
         ),
         "spark.sql.session.timeZone": "UTC",

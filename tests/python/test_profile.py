@@ -14,7 +14,7 @@ import jinja2
 import pytest
 import yaml
 from conftest import PROJECT, InProcessLakehouse
-from lakehouse.session import spark_conf, uses_derby
+from lakehouse.session import JIT_OPTIONS, spark_conf, uses_derby
 
 #: Spark's reference to the driver's working directory; dbt runs in the repo root.
 _USER_DIR = "${system:user.dir}/"
@@ -136,3 +136,15 @@ def test_the_driver_runs_the_throughput_collector(_shared_lakehouse: InProcessLa
     assert jvm is not None
     names = {bean.getName() for bean in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert names == {"PS Scavenge", "PS MarkSweep"}, names
+
+
+def test_the_driver_compiles_with_the_raised_jit_thresholds(_shared_lakehouse: InProcessLakehouse) -> None:
+    """The JIT setting reaches the JVM: C2 waits for forty times HotSpot's call count."""
+    jvm = _shared_lakehouse.spark.sparkContext._jvm
+    assert jvm is not None
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    for option in JIT_OPTIONS.split():
+        name, value = option.removeprefix("-XX:").split("=")
+        assert bean.getVMOption(name).getValue() == value, name
+    assert bean.getVMOption("Tier4InvocationThreshold").getValue() == "200000"
