@@ -311,42 +311,35 @@ versions as (
 
 versions_by_key as (
 
-    {#- one shuffle by key serves both windows below: a window partitioned by the key and the
-        apply order is satisfied by data clustered by the key, and its sort (key, apply order,
-        ingested_at) by the next window's (key, apply order) #}
+    {#- one shuffle by key: the window below is partitioned by the key and sorted by apply
+        order within it #}
     select * from versions
     distribute by source_database, source_schema, source_table, pk
 
 ),
 
-distinct_versions as (
+intervals as (
 
-    {#- a change delivered twice is one version #}
+    {#- each version ends at its key's next one. A change delivered twice is one version: its
+        copies (one apply order) sort together, the first delivered last (ingested_at
+        descending; a stored copy after a new one of the same ingestion), so the copy kept is
+        the one whose next row is another apply order, and that row's event time ends it (the
+        copies of one change carry one event time). One window pass, not a row_number to drop
+        the copies and then a lead: a 4M first build's history query, warm, 12.0-12.1 s against
+        14.1-14.4 s, the same rows #}
     select *
     from (
         select
             *,
-            row_number() over (
-                partition by source_database, source_schema, source_table, pk, apply_order
-                order by ingested_at asc, is_stored desc
-            ) as copy_number
+            lead(event_time) over key_order as valid_to,
+            lead(apply_order) over key_order as next_apply_order
         from versions_by_key
-    ) as numbered
-    where copy_number = 1
-
-),
-
-intervals as (
-
-    select
-        *,
-        lead(event_time) over key_order as valid_to,
-        lead(apply_order) over key_order as next_apply_order
-    from distinct_versions
-    window key_order as (
-        partition by source_database, source_schema, source_table, pk
-        order by apply_order
-    )
+        window key_order as (
+            partition by source_database, source_schema, source_table, pk
+            order by apply_order asc, ingested_at desc, is_stored asc
+        )
+    ) as ordered
+    where not next_apply_order <=> apply_order
 
 ),
 
