@@ -133,17 +133,22 @@
                 select
                     {{ _cdc_row_values('row') }} as _cdc_values,
                     pk as _cdc_pk,
-                    last_op as _cdc_last_op,
-                    last_event_time as _cdc_last_event_time,
+                    op as _cdc_last_op,
+                    valid_from as _cdc_last_event_time,
                     vendor_sequence as _cdc_vendor_sequence,
                     source_format as _cdc_source_format
-                from {{ ref('cdc_current_state') }}
-                where {{ where }}
+                from {{ ref('cdc_history') }}
+                where is_current and {{ where }}
             ) as current_rows
         {%- endset -%}
+        {#- the rows of gold.cdc_current_state (the history's current versions, its partition
+            is_current; last_op and last_event_time are their op and valid_from), read from the
+            history itself: Spark resolves a view's relations at every create, and through the
+            two views between them each typed view cost three metastore lookups more (a 4M
+            first build's hundred views: 5.4-5.5 s against 7.0-7.2 s, cold) -#}
         {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name, current_sql,
-            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_current_state')) -%}
+            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_history (its current versions: gold.cdc_current_state)')) -%}
         {%- set history_sql -%}
             select
                 {{ typed_columns | join(',\n                ') }},

@@ -92,6 +92,13 @@ def test_typed_views_history_and_schema_evolution(lakehouse):
     rows = {r["id"]: r for r in lakehouse.rows("select * from gold.sales__typed")}
     assert set(rows) == {9007199254740993, 3}
     assert rows[3]["nickname"] == "new" and rows[9007199254740993]["nickname"] is None
+    # the typed view holds the rows of gold.cdc_current_state, with its metadata
+    current = lakehouse.rows("select pk, last_op, last_event_time, vendor_sequence, source_format "
+                             "from gold.cdc_current_state where source_table = 'typed'")
+    typed = lakehouse.rows("select _cdc_pk, _cdc_last_op, _cdc_last_event_time, _cdc_vendor_sequence, "
+                           "_cdc_source_format from gold.sales__typed")
+    assert sorted(tuple(r.values()) for r in typed) == sorted(tuple(r.values()) for r in current)
+    assert {r["_cdc_last_op"] for r in typed} == {"c", "u"}
     # a new column: the typed columns' table is written again; built again with no new column,
     # it is left as it is (no commit) and its views still answer
     assert len(lakehouse.rows(typed_versions)) == 2
