@@ -127,24 +127,29 @@ with new_changes as (
 
 new_effects as (
 
+    {#- a change's effect on its key; a key-changing update also ends its old key there (a
+        'd' of before_pk). One scan of silver for both: an increment's history MERGE plans,
+        filters files for and reads each scan of silver on its own #}
     select
-        source_format, source_database, source_schema, source_table, pk, op,
-        case when op <> 'd' then after_image end as row,
-        op <> 'd' and after_image is not null as has_row,
-        event_time, vendor_sequence, apply_order, change_id, ingested_at,
+        new_changes.source_format, new_changes.source_database, new_changes.source_schema,
+        new_changes.source_table, effects.effect.pk, effects.effect.op,
+        case when effects.effect.op <> 'd' then new_changes.after_image end as row,
+        effects.effect.op <> 'd' and new_changes.after_image is not null as has_row,
+        new_changes.event_time, new_changes.vendor_sequence, new_changes.apply_order,
+        new_changes.change_id, new_changes.ingested_at,
         false as is_stored, cast(null as string) as stored_next_apply_order
     from new_changes
-    where op in ('c', 'u', 'r', 'd')
-
-    union all
-
-    {#- the old key of a key-changing update ends there #}
-    select
-        source_format, source_database, source_schema, source_table, before_pk as pk, 'd' as op,
-        null as row, false as has_row, event_time, vendor_sequence, apply_order, change_id, ingested_at,
-        false as is_stored, cast(null as string) as stored_next_apply_order
-    from new_changes
-    where op = 'u' and before_pk is not null
+    lateral view explode(
+        case
+            when new_changes.op = 'u' and new_changes.before_pk is not null
+                then array(
+                    named_struct('pk', new_changes.pk, 'op', new_changes.op),
+                    named_struct('pk', new_changes.before_pk, 'op', 'd')
+                )
+            else array(named_struct('pk', new_changes.pk, 'op', new_changes.op))
+        end
+    ) effects as effect
+    where new_changes.op in ('c', 'u', 'r', 'd')
 
 ),
 
