@@ -141,11 +141,12 @@
                 where is_current and {{ where }}
             ) as current_rows
         {%- endset -%}
-        {#- the rows of gold.cdc_current_state (the history's current versions, its partition
+        {#- the rows of gold.cdc_current_state: the history's current versions (its partition
             is_current; last_op and last_event_time are their op and valid_from), read from the
-            history itself: Spark resolves a view's relations at every create, and through the
-            two views between them each create looked up and parsed two views more, in the
-            metastore (a 4M first build's hundred views: 5.4-5.5 s against 7.0-7.2 s, cold) -#}
+            history as that view reads them. Not through the view: Spark resolves a view's
+            relations at every create, and through the two views that stood between them each
+            create looked up and parsed two views more, in the metastore (a 4M first build's
+            hundred views: 5.4-5.5 s against 7.0-7.2 s, cold) -#}
         {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name, current_sql,
             'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_history (its current versions: gold.cdc_current_state)')) -%}

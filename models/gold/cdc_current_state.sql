@@ -1,10 +1,12 @@
 {#- SPEC's gold contract: one row per live (source table, key), the current row as JSON: the
-    live keys of cdc_key_state, i.e. the current versions of gold.cdc_history (a partition of
-    it, is_current). -#}
+    current versions of gold.cdc_history (its partition is_current: a key's open version,
+    with a row). The typed current-rows views read the same partition
+    (cdc_create_typed_views), so "current" is decided once, by the history's is_current. -#}
 
-with key_state as (
+with current_versions as (
 
-    select * from {{ ref('cdc_key_state') }}
+    select * from {{ ref('cdc_history') }}
+    where is_current
 
 ),
 
@@ -17,13 +19,12 @@ final as (
         source_table,
         pk,
         row,
-        last_op,
-        last_event_time,
+        op as last_op,
+        valid_from as last_event_time,
         vendor_sequence,
         apply_order,
         change_id
-    from key_state
-    where not is_deleted
+    from current_versions
 
 )
 
