@@ -35,7 +35,7 @@
 {%- set history_columns = [
     'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
     'event_time', 'vendor_sequence', 'apply_order', 'change_id', 'ingested_at', 'is_stored',
-    'stored_next_apply_order',
+    'stored_next_apply_order', 'stored_version_id',
 ] %}
 
 {%- set recorded = {} %}
@@ -137,7 +137,8 @@ new_effects as (
         effects.effect.op <> 'd' and new_changes.after_image is not null as has_row,
         new_changes.event_time, new_changes.vendor_sequence, new_changes.apply_order,
         new_changes.change_id, new_changes.ingested_at,
-        false as is_stored, cast(null as string) as stored_next_apply_order
+        false as is_stored, cast(null as string) as stored_next_apply_order,
+        cast(null as string) as stored_version_id
     from new_changes
     lateral view explode(
         case
@@ -200,7 +201,8 @@ known_versions as (
         source_format, source_database, source_schema, source_table, pk, op,
         cast(null as string) as row, false as has_row,
         valid_from as event_time, vendor_sequence, apply_order, change_id, ingested_at,
-        true as is_stored, next_apply_order as stored_next_apply_order
+        true as is_stored, next_apply_order as stored_next_apply_order,
+        version_id as stored_version_id
     from {{ this }}
     {%- if open_only %}
     where is_open
@@ -227,7 +229,8 @@ truncated_keys as (
         truncations.source_format, truncations.source_database, truncations.source_schema,
         truncations.source_table, live.pk, 't' as op, null as row, false as has_row, truncations.event_time,
         truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at,
-        false as is_stored, cast(null as string) as stored_next_apply_order
+        false as is_stored, cast(null as string) as stored_next_apply_order,
+        cast(null as string) as stored_version_id
     from truncations
     inner join seen_keys as live
         on
@@ -244,7 +247,8 @@ truncated_keys as (
         truncations.source_format, truncations.source_database, truncations.source_schema,
         truncations.source_table, new_keys.pk, 't' as op, null as row, false as has_row, truncations.event_time,
         truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at,
-        false as is_stored, cast(null as string) as stored_next_apply_order
+        false as is_stored, cast(null as string) as stored_next_apply_order,
+        cast(null as string) as stored_version_id
     from earlier_truncations as truncations
     inner join new_keys
         on
@@ -351,14 +355,17 @@ intervals as (
 final as (
 
     select
-        sha2(concat_ws(
+        {#- a stored version keeps the id it was written with: the MERGE matches it by that id,
+            and histories written before the ids were md5s (sha256s of the same string, 64
+            characters) go on without a rebuild #}
+        coalesce(stored_version_id, md5(concat_ws(
             '|',
             coalesce(source_database, ''),
             coalesce(source_schema, ''),
             source_table,
             pk,
             apply_order
-        ), 256) as version_id,
+        ))) as version_id,
         source_format,
         source_database,
         source_schema,

@@ -5,6 +5,7 @@ Delta commits for the next run to read."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -385,3 +386,44 @@ def test_a_change_delivered_twice_is_one_version_whichever_run_reads_each_copy(l
     ]
     assert [r["valid_to"] for r in versions] == [versions[1]["valid_from"], versions[2]["valid_from"], None]
     assert versions[0]["valid_from"] < versions[1]["valid_from"] < versions[2]["valid_from"]
+
+
+def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(lakehouse):
+    """A version's id is the md5 of its key and apply order (32 hex characters, as dbt-utils'
+    surrogate keys). A history written when the ids were sha256s of the same string keeps
+    them: the MERGE matches a stored version by the id it was stored with, so an increment
+    ends it rather than writing it a second time beside an open copy."""
+    t = DebeziumTable("dbserver1", "inventory", "hist_ids", ["id"])
+    one, two = {"id": 1, "v": "a"}, {"id": 2, "v": "a"}
+    first = [t.insert(one), t.insert(two)]
+    lakehouse.ingest(t.envelopes(first, first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+
+    def versions() -> list[dict]:
+        return lakehouse.rows(
+            "select source_database, source_schema, source_table, pk, apply_order, version_id, op, is_open "
+            "from gold.cdc_history where source_table = 'hist_ids' order by pk, apply_order")
+
+    def identity(r: dict) -> str:
+        return "|".join([r["source_database"] or "", r["source_schema"] or "", r["source_table"], r["pk"],
+                         r["apply_order"]])
+
+    stored = versions()
+    assert [r["version_id"] for r in stored] == [hashlib.md5(identity(r).encode()).hexdigest() for r in stored]
+
+    # the ids as the earlier form wrote them
+    lakehouse.spark.sql(
+        "update gold.cdc_history set version_id = sha2(concat_ws('|', coalesce(source_database, ''), "
+        "coalesce(source_schema, ''), source_table, pk, apply_order), 256) where source_table = 'hist_ids'")
+    earlier = {identity(r): hashlib.sha256(identity(r).encode()).hexdigest() for r in stored}
+
+    lakehouse.ingest(t.envelopes([t.update(one, {**one, "v": "b"}), t.insert({"id": 3, "v": "a"})],
+                                 first_offset=len(first)), fmt="debezium-json")
+    lakehouse.build()
+    after = versions()
+    assert [(r["pk"], r["op"], r["is_open"]) for r in after] == [
+        ('{"id":1}', "c", False), ('{"id":1}', "u", True), ('{"id":2}', "c", True), ('{"id":3}', "c", True),
+    ]
+    for r in after:
+        assert r["version_id"] == earlier.get(identity(r), hashlib.md5(identity(r).encode()).hexdigest()), r
+    assert sum(len(r["version_id"]) == 64 for r in after) == 2
