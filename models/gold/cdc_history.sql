@@ -321,8 +321,15 @@ versions as (
 versions_by_key as (
 
     {#- one shuffle by key: the window below is partitioned by the key and sorted by apply
-        order within it #}
-    select * from versions
+        order within it. key_hash leads the window's partitioning, so the sort before it
+        compares a 64-bit prefix that differs between keys: led by the key's strings (one
+        database, then a table, then pk texts that all begin alike) nearly every comparison
+        read whole rows. The same groups and order: a 4M first build's history query, warm,
+        to Spark's noop sink, 9.6-10.7 s against 10.7-13.1 s, the same rows #}
+    select
+        *,
+        xxhash64(source_database, source_schema, source_table, pk) as key_hash
+    from versions
     distribute by source_database, source_schema, source_table, pk
 
 ),
@@ -344,7 +351,7 @@ intervals as (
             lead(apply_order) over key_order as next_apply_order
         from versions_by_key
         window key_order as (
-            partition by source_database, source_schema, source_table, pk
+            partition by key_hash, source_database, source_schema, source_table, pk
             order by apply_order asc, ingested_at desc, is_stored asc
         )
     ) as ordered
