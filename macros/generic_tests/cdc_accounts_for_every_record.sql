@@ -7,17 +7,19 @@
 
 with records as (
 
-    select topic, partition, offset from {{ model }}
+    select topic, partition, offset, true as in_bronze from {{ model }}
 
 ),
 
 outcomes as (
 
+    {#- min and max tell one kind from several; count(distinct) is a second aggregation #}
     select
         kafka_topic as topic,
         kafka_partition as partition,
         kafka_offset as offset,
-        count(distinct record_kind) as kinds,
+        true as in_silver,
+        min(record_kind) <> max(record_kind) as mixed_kinds,
         count(*) as outcome_rows,
         max(record_kind) as record_kind
     from {{ parsed }}
@@ -25,40 +27,48 @@ outcomes as (
 
 ),
 
+matched as (
+
+    {#- one full outer join, not an anti join each way: the two sides are sorted once, and
+        by the offset first, whose 64-bit sort prefix differs between most records (a
+        topic's does not: the names begin alike). A 4M lakehouse's test, warm: 6.9-7.5 s
+        against 26.0-27.7 s #}
+    select
+        coalesce(records.topic, outcomes.topic) as topic,
+        coalesce(records.partition, outcomes.partition) as partition,
+        coalesce(records.offset, outcomes.offset) as offset,
+        coalesce(records.in_bronze, false) as in_bronze,
+        coalesce(outcomes.in_silver, false) as in_silver,
+        outcomes.mixed_kinds,
+        outcomes.outcome_rows,
+        outcomes.record_kind
+    from records
+    full outer join outcomes
+        on
+            records.offset = outcomes.offset
+            and records.partition = outcomes.partition
+            and records.topic = outcomes.topic
+
+),
+
 validation_errors as (
 
-    select records.*, 'bronze record with no outcome in silver' as problem
-    from records
-    left anti join outcomes
-        on
-            records.topic = outcomes.topic
-            and records.partition = outcomes.partition
-            and records.offset = outcomes.offset
-
-    union all
-
-    select outcomes.topic, outcomes.partition, outcomes.offset, 'silver outcome of no bronze record' as problem
-    from outcomes
-    left anti join records
-        on
-            records.topic = outcomes.topic
-            and records.partition = outcomes.partition
-            and records.offset = outcomes.offset
-
-    union all
-
-    select topic, partition, offset, 'record ends in more than one kind of outcome' as problem
-    from outcomes
-    where kinds > 1
-
-    union all
-
-    select topic, partition, offset, 'control event or quarantine counted more than once' as problem
-    from outcomes
-    where kinds = 1 and record_kind in ('control', 'quarantine') and outcome_rows > 1
+    select
+        topic,
+        partition,
+        offset,
+        case
+            when not in_silver then 'bronze record with no outcome in silver'
+            when not in_bronze then 'silver outcome of no bronze record'
+            when mixed_kinds then 'record ends in more than one kind of outcome'
+            when record_kind in ('control', 'quarantine') and outcome_rows > 1
+                then 'control event or quarantine counted more than once'
+        end as problem
+    from matched
 
 )
 
 select * from validation_errors
+where problem is not null
 
 {% endtest %}
