@@ -324,8 +324,9 @@ versions_by_key as (
         order within it. key_hash leads the window's partitioning, so the sort before it
         compares a 64-bit prefix that differs between keys. Led by the key's strings (one
         database, then a table, then pk texts that all begin alike), the prefix told almost no
-        two rows apart, and each comparison went on to the strings. The same groups and order: a 4M first build's history query, warm,
-        to Spark's noop sink, 9.6-10.7 s against 10.7-13.1 s, the same rows #}
+        two rows apart, and each comparison went on to the strings. The same groups and order:
+        a 4M first build's history query, warm, to Spark's noop sink, 9.6-10.7 s against
+        10.7-13.1 s, the same rows #}
     select
         *,
         xxhash64(source_database, source_schema, source_table, pk) as key_hash
