@@ -53,24 +53,30 @@
             group by topic, format
         ),
 
-        routes as (
+        routed as (
+            {#- each (topic, ingest format) with its topic's longest matching pattern's format.
+                grouped is named once: named twice (its topics, then the rows joined to them),
+                Spark planned, filtered the files of and read bronze twice (an increment's
+                routing query: 4.6 s) -#}
             select
-                topics.topic,
+                grouped.topic,
+                grouped.format,
+                grouped.records,
+                grouped.up_to,
                 max_by(patterns.format, length(patterns.topic_pattern)) as seeded_format
-            from (select distinct topic from grouped) as topics
-            inner join ({{ cdc_topic_format_patterns() }}) as patterns
-                on topics.topic rlike patterns.topic_pattern
-            group by topics.topic
+            from grouped
+            left join ({{ cdc_topic_format_patterns() }}) as patterns
+                on grouped.topic rlike patterns.topic_pattern
+            group by grouped.topic, grouped.format, grouped.records, grouped.up_to
         )
 
         select
-            grouped.topic,
-            coalesce(grouped.format, routes.seeded_format) as resolved_format,
-            sum(grouped.records) as records,
-            cast(max(grouped.up_to) as string) as up_to
-        from grouped
-        left join routes on grouped.topic = routes.topic
-        group by grouped.topic, coalesce(grouped.format, routes.seeded_format)
+            topic,
+            coalesce(format, seeded_format) as resolved_format,
+            sum(records) as records,
+            cast(max(up_to) as string) as up_to
+        from routed
+        group by topic, coalesce(format, seeded_format)
     {%- endset -%}
     {%- set rows = [] -%}
     {%- set to_detect = [] -%}
