@@ -56,8 +56,8 @@
         routed as (
             {#- each (topic, ingest format) with its topic's longest matching pattern's format.
                 grouped is named once: named twice (its topics, then the rows joined to them),
-                Spark planned, filtered the files of and read bronze twice (an increment's
-                routing query: 4.6 s) -#}
+                the plan held two scans of bronze (an increment's routing query: 4.6 s, against
+                4.2 s so) -#}
             select
                 grouped.topic,
                 grouped.format,
