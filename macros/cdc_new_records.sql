@@ -13,6 +13,9 @@
 
         Returns {
             'after': the newest ingested_at already parsed (string; none on a first run),
+            'upstream': the id of bronze's newest commit before the query (cdc_last_commit), for
+                the write to record. When the table's last write recorded the same id, bronze
+                has had no commit since: nothing new, without the query,
             'up_to': the newest ingested_at among the new records (none: no new record),
             'none_new': true when there is no new record,
             'formats': the resolved format ids (none outside execution: every parser),
@@ -28,15 +31,24 @@
         record landed meanwhile waits for the next run.
     -#}
     {%- set result = {
-        'after': none, 'up_to': none, 'none_new': false, 'formats': none,
+        'after': none, 'upstream': none, 'up_to': none, 'none_new': false, 'formats': none,
         'topic_formats': {}, 'parser_topics': {}, 'mixed': true, 'unparsable': 1,
     } -%}
     {%- set bronze = source('bronze', 'kafka_records') -%}
     {%- if not execute or adapter.get_relation(bronze.database, bronze.schema, bronze.identifier) is none -%}
         {{ return(result) }}
     {%- endif -%}
+    {#- bronze's newest commit, before the query below reads bronze: the write records it, and
+        a later run that finds it still the newest knows that no record landed since -#}
+    {%- set bronze_commit = cdc_last_commit(bronze) -%}
+    {%- do result.update({'upstream': bronze_commit.id if bronze_commit else none}) -%}
     {%- if incremental -%}
-        {%- do result.update({'after': cdc_watermark('ingested_at')}) -%}
+        {%- set recorded = {} -%}
+        {%- do result.update({'after': cdc_watermark('ingested_at', recorded=recorded)}) -%}
+        {%- if result.after is not none and result.upstream is not none and recorded.get('upstream') == result.upstream -%}
+            {%- do result.update({'none_new': true, 'formats': [], 'mixed': false, 'unparsable': 0}) -%}
+            {{ return(result) }}
+        {%- endif -%}
     {%- endif -%}
     {#- first by topic and ingest format alone (neither reads a message): the format given at
         ingest, else the seed's or the var's pattern for the topic -#}

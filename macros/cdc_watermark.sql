@@ -23,19 +23,16 @@
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set last_commit = run_query('describe history ' ~ this ~ ' limit 1').rows -%}
-    {%- if last_commit and last_commit[0]['operation'] in cdc_watermark_operations() and last_commit[0]['userMetadata'] -%}
-        {%- set metadata = fromjson(last_commit[0]['userMetadata'], {}) -%}
-        {%- set mark = metadata.get('cdc_lakehouse_watermark') if metadata is mapping else none -%}
-        {%- if mark is mapping and mark.get('table') == (this | string) and mark.get('ingested_at') -%}
-            {%- if mark.get('apply_order_layout') != cdc_apply_order_layout() -%}
-                {{ _cdc_earlier_layout() }}
-            {%- endif -%}
-            {%- if recorded is mapping -%}
-                {%- do recorded.update(mark) -%}
-            {%- endif -%}
-            {{ return(mark['ingested_at']) }}
+    {%- set last_commit = cdc_last_commit(this) -%}
+    {%- set mark = last_commit.mark if last_commit else none -%}
+    {%- if mark is not none -%}
+        {%- if mark.get('apply_order_layout') != cdc_apply_order_layout() -%}
+            {{ _cdc_earlier_layout() }}
         {%- endif -%}
+        {%- if recorded is mapping -%}
+            {%- do recorded.update(mark) -%}
+        {%- endif -%}
+        {{ return(mark['ingested_at']) }}
     {%- endif -%}
     {%- set newest = run_query(
         'select cast(max(' ~ column ~ ') as string) as newest, (select ' ~ order_column ~ ' from ' ~ this
@@ -45,6 +42,45 @@
         {{ _cdc_earlier_layout() }}
     {%- endif -%}
     {{ return(newest['newest']) }}
+{%- endmacro %}
+
+{% macro cdc_last_commit(relation) -%}
+    {#-
+        The newest commit of the Delta table `relation`, read at compile time from its log
+        (`describe history ... limit 1`: one small file, not the table): {
+            'id': {'table', 'version', 'committed_at'}: which commit it is. A model records the
+                id of the table it read with its watermark (cdc_record_watermark's extra
+                'upstream'); while that table's newest commit is still the same one, nothing
+                was written to it since, and the model's next run has nothing new to read. The
+                commit's time with its version, as a table dropped and created again counts its
+                versions from 0 again;
+            'operation': the commit's Delta operation;
+            'mark': the watermark the commit recorded (cdc_record_watermark), when it is that
+                table's own write's (cdc_watermark_operations); else none,
+        }
+        None when the table does not exist (a compile before any build) or has no commit, and
+        outside execution.
+    -#}
+    {%- if not execute or adapter.get_relation(relation.database, relation.schema, relation.identifier) is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
+    {%- if not rows -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set commit = {
+        'id': {'table': relation | string, 'version': rows[0]['version'] | int, 'committed_at': rows[0]['timestamp'] | string},
+        'operation': rows[0]['operation'],
+        'mark': none,
+    } -%}
+    {%- if commit.operation in cdc_watermark_operations() and rows[0]['userMetadata'] -%}
+        {%- set metadata = fromjson(rows[0]['userMetadata'], {}) -%}
+        {%- set mark = metadata.get('cdc_lakehouse_watermark') if metadata is mapping else none -%}
+        {%- if mark is mapping and mark.get('table') == (relation | string) and mark.get('ingested_at') -%}
+            {%- do commit.update({'mark': mark}) -%}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(commit) }}
 {%- endmacro %}
 
 {% macro cdc_watermark_operations() -%}

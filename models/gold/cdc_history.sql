@@ -41,6 +41,12 @@
 {%- set recorded = {} %}
 {%- set watermark = cdc_watermark('ingested_at', recorded=recorded) if is_incremental() else none %}
 {%- if watermark is not none %}{{ cdc_require_columns(this, ['is_open']) }}{% endif %}
+{#- silver's newest commit, before anything reads silver: the write records it, and while it
+    is still the newest one, silver has had no write since and there is nothing new, which no
+    query needs to count #}
+{%- set silver_commit = cdc_last_commit(ref('cdc_parsed')) %}
+{%- set upstream = silver_commit.id if silver_commit else none %}
+{%- set unchanged = watermark is not none and upstream is not none and recorded.get('upstream') == upstream %}
 {#- an increment of at most this many changes has its keys broadcast (late check and model) #}
 {%- set broadcast_limit = 250000 %}
 {%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)' %}
@@ -48,10 +54,14 @@
     from the open versions when it did not say: a first build's, or an earlier version's; none
     when it said none, over the bound below): an increment no older than it needs no late check #}
 {%- set stored_orders = recorded.get('orders') if watermark is not none else none %}
-{%- if watermark is not none and 'orders' not in recorded %}
+{%- if watermark is not none and 'orders' not in recorded and not unchanged %}
     {%- set stored_orders = cdc_stored_orders(open_versions) %}
 {%- endif %}
-{%- set increment = cdc_new_change_counts(ref('cdc_changes'), watermark, open_versions, broadcast_limit, stored_orders) %}
+{%- if unchanged %}
+    {%- set increment = {'changes': 0, 'truncations': 0, 'up_to': watermark, 'late': 0, 'orders': {}} %}
+{%- else %}
+    {%- set increment = cdc_new_change_counts(ref('cdc_changes'), watermark, open_versions, broadcast_limit, stored_orders) %}
+{%- endif %}
 {#- a first build reads the changes up to the newest one there now, and knows whether any is a
     truncate (read at compile time) #}
 {%- set first_build = cdc_change_counts(ref('cdc_changes')) if not is_incremental() else none %}
@@ -65,7 +75,7 @@
 {%- if truncations_before is none %}
     {%- set truncations_before = cdc_truncation_count(ref('cdc_changes'), watermark) %}
 {%- endif %}
-{%- set extra = {'truncations': truncations_before + counted.truncations} if counted is not none else none %}
+{%- set extra = {'truncations': truncations_before + counted.truncations, 'upstream': upstream} if counted is not none else none %}
 {#- the newest apply order per table, stored or new. A first build does not count its changes'
     orders per table (cdc_change_counts: a sort of every change): its record leaves them out,
     and the first increment reads them from the open versions. Beyond 5,000 tables the record
@@ -398,8 +408,9 @@ final as (
 
 select * from final
 {%- if increment is not none and increment.changes == 0 %}
-{#- nothing new: the MERGE gets an empty source (Spark drops every scan above) #}
+{#- nothing new: no MERGE (and its source would be empty) #}
 where false
+{{ cdc_nothing_to_write() }}
 {%- endif %}
 {%- if open_only %}
 {{ cdc_merge_target_filter('DBT_INTERNAL_DEST.is_open') }}

@@ -10,12 +10,30 @@
     Only a column that never had a value takes the newest metadata of all.
 #}
 
+{#-
+    Incremental by a watermark its writes record (cdc_record_watermark): silver's own, read from
+    silver's newest commit, which its parse wrote (nothing in silver is newer), with that
+    commit's id. A run that finds silver's newest commit still the one recorded has nothing new
+    and writes nothing (cdc_nothing_to_write); the others read the changes up to it. Without a
+    recorded watermark (silver's newest commit is not its parse's, or a table an earlier version
+    wrote), the watermark is the newest last_ingested_at stored, and the read is unbounded:
+    reading a change twice changes nothing here.
+-#}
+{%- set recorded = {} %}
+{%- set watermark = cdc_watermark('last_ingested_at', 'last_seen_order', recorded=recorded) if is_incremental() else none %}
+{%- set silver_commit = cdc_last_commit(ref('cdc_parsed')) %}
+{%- set upstream = silver_commit.id if silver_commit else none %}
+{%- set up_to = silver_commit.mark.ingested_at if silver_commit and silver_commit.mark else none %}
+{%- set unchanged = watermark is not none and upstream is not none and recorded.get('upstream') == upstream %}
+{%- do cdc_record_watermark(up_to, {'upstream': upstream}) %}
+
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',
     unique_key='column_key',
     merge_update_condition='DBT_INTERNAL_SOURCE.last_seen_order > DBT_INTERNAL_DEST.last_seen_order',
     tblproperties={'delta.enableDeletionVectors': 'true'},
+    post_hook="{{ cdc_forget_watermark() }}",
 ) }}
 
 with new_changes as (
@@ -23,7 +41,10 @@ with new_changes as (
     select * from {{ ref('cdc_changes') }}
     where after_image is not null
     {%- if is_incremental() %}
-        and {{ cdc_newer_than('ingested_at', cdc_watermark('last_ingested_at', 'last_seen_order')) }}
+        and {{ cdc_newer_than('ingested_at', watermark) }}
+    {%- endif %}
+    {%- if up_to is not none %}
+        and ingested_at <= timestamp '{{ up_to }}'
     {%- endif %}
 
 ),
@@ -182,3 +203,6 @@ final as (
 )
 
 select * from final
+{%- if unchanged %}
+{{ cdc_nothing_to_write() }}
+{%- endif %}

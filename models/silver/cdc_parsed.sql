@@ -30,7 +30,9 @@
 {%- set plan = cdc_new_records(is_incremental()) -%}
 {#- the write's commit (the first build's create too) records what it consumed: the next run
     reads it, not max(ingested_at) #}
-{%- do cdc_record_watermark(plan.up_to or plan.after) -%}
+{#- and the bronze commit it read up to (a next run that finds it still bronze's newest has
+    nothing new to read, and reads nothing) #}
+{%- do cdc_record_watermark(plan.up_to or plan.after, {'upstream': plan.upstream}) -%}
 with new_records as (
 
     select * from {{ source('bronze', 'kafka_records') }}
@@ -53,3 +55,6 @@ with new_records as (
 {{ cdc_parsed_rows('new_records', plan) }}
 
 select * from final
+{%- if plan.none_new %}
+{{ cdc_nothing_to_write() }}
+{%- endif %}

@@ -1,5 +1,5 @@
 """gold.cdc_history across increments: in order (the open partition alone is read and MERGEd),
-with nothing new (an empty MERGE source) and with a late change (every stored version of its
+with nothing new (no MERGE) and with a late change (every stored version of its
 key), checked version by version. And the watermarks the incremental models leave in their
 Delta commits for the next run to read."""
 
@@ -73,10 +73,11 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
         ('{"id":3}', "d", True, True), ('{"id":4}', "u", False, False),
     ]
 
-    # nothing new: the history MERGEs an empty source, and nothing moves
+    # nothing new: the history's source is empty, no MERGE runs, and nothing moves
     lakehouse.build(tests=False)
     compiled = (COMPILED / "cdc_history.sql").read_text()
     assert "where false" in compiled.rsplit("select * from final", 1)[1]
+    assert "merge into" not in RUN_SQL.read_text()
     assert _versions(lakehouse, "hist") == expected
     assert len(lakehouse.rows("select * from gold.cdc_key_state where source_table = 'hist'")) == 4
 
@@ -134,7 +135,10 @@ def test_history_of_an_earlier_layout_asks_for_a_full_refresh(lakehouse):
     )] == ["b"]
 
 
-WATERMARKED = ("silver.cdc_parsed", "gold.cdc_history")
+WATERMARKED = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
+# the table whose newest commit each one's write recorded with its watermark (what it read)
+UPSTREAM = {"silver.cdc_parsed": "bronze.kafka_records", "gold.cdc_history": "silver.cdc_parsed",
+            "gold.cdc_table_columns": "silver.cdc_parsed"}
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # a MERGE that writes one parsed record again as it is (an append of nothing does not commit)
 PARSED_AGAIN = ("merge into silver.cdc_parsed as t using (select * from silver.cdc_parsed limit 1) as s "
@@ -149,9 +153,15 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
     """The watermark the table's last commit recorded, or None; the history's record of its
     newest apply order per source table is checked against the table itself and left out. A
     first build records none (it would sort every change to count them by table): the first
-    increment reads them from the open versions."""
+    increment reads them from the open versions. The newest commit of the table it read
+    (its upstream), recorded with it, is checked against that table's newest one now (nothing
+    wrote to it since) and left out."""
     metadata = lakehouse.rows(f"describe history {table} limit 1")[0]["userMetadata"]
     mark = json.loads(metadata)["cdc_lakehouse_watermark"] if metadata else None
+    if mark:
+        newest = lakehouse.rows(f"describe history {UPSTREAM[table]} limit 1")[0]
+        assert mark.pop("upstream") == {
+            "table": UPSTREAM[table], "version": newest["version"], "committed_at": str(newest["timestamp"])}, table
     if mark and table == "gold.cdc_history" and first_build:
         assert "orders" not in mark, mark
     elif mark and table == "gold.cdc_history":

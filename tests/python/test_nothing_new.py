@@ -1,0 +1,71 @@
+"""A build that finds nothing new, as a scheduled build on a quiet lakehouse does. Silver's parse,
+the history and the table columns each record, with their watermark, the newest commit of the
+table they read (macros/cdc_watermark.sql, cdc_last_commit). While that commit is still the
+newest, the next run knows there is nothing new without a query, and writes nothing
+(cdc_nothing_to_write). Any other commit to the table read (here a property set on bronze)
+takes the full path, which finds out the same by its queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cdc_messages import DebeziumTable
+
+WRITTEN = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
+# what the full path runs and the short one does not: silver's routing query over bronze's new
+# records, and the history's count of silver's new changes
+ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
+COUNT_QUERY = "count_if(op = 't') as truncations"
+
+
+def _newest_versions(lakehouse) -> dict[str, int]:
+    return {t: lakehouse.rows(f"describe history {t} limit 1")[0]["version"] for t in WRITTEN}
+
+
+def _build_log(lakehouse, log_dir: Path) -> str:
+    """``dbt run`` of every model, its debug log (every statement it ran) kept apart in ``log_dir``."""
+    lakehouse.build("--log-path", str(log_dir), tests=False)
+    return (log_dir / "dbt.log").read_text(encoding="utf-8")
+
+
+def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, tmp_path):
+    t = DebeziumTable("dbserver1", "inventory", "quiet", ["id"])
+    rows = [{"id": i, "v": "a"} for i in (1, 2, 3)]
+    lakehouse.ingest(t.envelopes([t.insert(r) for r in rows], first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+    built = _newest_versions(lakehouse)
+    state = lakehouse.current_state("quiet")
+    assert len(state) == 3
+
+    # nothing landed: no query over bronze's records or silver's changes, no write, no commit
+    log = _build_log(lakehouse, tmp_path / "quiet")
+    assert ROUTING_QUERY not in log and COUNT_QUERY not in log
+    for table in WRITTEN:
+        assert f"select 'nothing new for {table}' as skipped_write" in log, table
+    assert "insert into table silver.cdc_parsed" not in log and "merge into gold." not in log
+    assert _newest_versions(lakehouse) == built
+    assert lakehouse.current_state("quiet") == state
+
+    # a commit to bronze that lands no record: the full path runs its queries, which find
+    # nothing new either, and still nothing is written
+    lakehouse.spark.sql("alter table bronze.kafka_records set tblproperties ('cdc_lakehouse.test' = 'yes')")
+    log = _build_log(lakehouse, tmp_path / "altered")
+    assert ROUTING_QUERY in log
+    assert "select 'nothing new for silver.cdc_parsed' as skipped_write" in log
+    assert _newest_versions(lakehouse) == built
+
+    # a record landed after it is read, parsed, and reaches the history and the table columns
+    lakehouse.ingest(t.envelopes([t.update(rows[0], {"id": 1, "v": "b", "w": 7})], first_offset=3),
+                     fmt="debezium-json")
+    log = _build_log(lakehouse, tmp_path / "landed")
+    assert ROUTING_QUERY in log and COUNT_QUERY in log
+    after = _newest_versions(lakehouse)
+    assert all(after[table] > built[table] for table in WRITTEN), (built, after)
+    assert lakehouse.current_state("quiet")[("quiet", '{"id":1}')] == {"id": "1", "v": "b", "w": "7"}
+    columns = lakehouse.rows("select column_name from gold.cdc_table_columns where source_table = 'quiet'")
+    assert sorted(r["column_name"] for r in columns) == ["id", "v", "w"]
+
+    # and the build after that has nothing new again
+    log = _build_log(lakehouse, tmp_path / "quiet-again")
+    assert ROUTING_QUERY not in log and COUNT_QUERY not in log
+    assert _newest_versions(lakehouse) == after
