@@ -120,7 +120,14 @@
     ingested_at): those of the row image, the version id and the change id would only cost
     time at every write. #}
 
-
+{% if increment is not none and increment.changes == 0 -%}
+{#- nothing new: no MERGE runs (cdc_nothing_to_write), and its source, empty, is the table's
+    own columns: Spark analyses this for the MERGE's temporary view, not the query below (0.64 s
+    of a build with nothing new at 4M changes, 0.33 s through the Thrift server) #}
+select * from {{ this }}
+where false
+{{ cdc_nothing_to_write() }}
+{%- else -%}
 with new_changes as (
 
     select * from {{ ref('cdc_changes') }}
@@ -407,11 +414,7 @@ final as (
 )
 
 select * from final
-{%- if increment is not none and increment.changes == 0 %}
-{#- nothing new: no MERGE (and its source would be empty) #}
-where false
-{{ cdc_nothing_to_write() }}
-{%- endif %}
 {%- if open_only %}
 {{ cdc_merge_target_filter('DBT_INTERNAL_DEST.is_open') }}
+{%- endif %}
 {%- endif %}
