@@ -41,14 +41,10 @@
     {#- bronze's newest commit, before the query below reads bronze: the write records it, and
         a later run that finds it still the newest knows that no record landed since -#}
     {%- set bronze_commit = cdc_last_commit(bronze) -%}
-    {%- do result.update({'upstream': bronze_commit.id if bronze_commit else none}) -%}
+    {%- do result.update({'upstream': bronze_commit.id}) -%}
+    {%- set recorded = {} -%}
     {%- if incremental -%}
-        {%- set recorded = {} -%}
         {%- do result.update({'after': cdc_watermark('ingested_at', recorded=recorded)}) -%}
-        {%- if result.after is not none and result.upstream is not none and recorded.get('upstream') == result.upstream -%}
-            {%- do result.update({'none_new': true, 'formats': [], 'mixed': false, 'unparsable': 0}) -%}
-            {{ return(result) }}
-        {%- endif -%}
     {%- endif -%}
     {#- first by topic and ingest format alone (neither reads a message): the format given at
         ingest, else the seed's or the var's pattern for the topic -#}
@@ -92,7 +88,10 @@
     {%- endset -%}
     {%- set rows = [] -%}
     {%- set to_detect = [] -%}
-    {%- for row in run_query(query).rows -%}
+    {#- no rows when bronze has had no commit since the table's last write: the answer for no new
+        record, computed below from no rows -#}
+    {%- set routed_rows = [] if cdc_unchanged_since(recorded, bronze_commit) else run_query(query).rows -%}
+    {%- for row in routed_rows -%}
         {%- if row['resolved_format'] is none -%}
             {%- do to_detect.append(row['topic']) -%}
         {%- else -%}

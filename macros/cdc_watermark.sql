@@ -23,8 +23,7 @@
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set last_commit = cdc_last_commit(this) -%}
-    {%- set mark = last_commit.mark if last_commit else none -%}
+    {%- set mark = cdc_last_commit(this).mark -%}
     {%- if mark is not none -%}
         {%- if mark.get('apply_order_layout') != cdc_apply_order_layout() -%}
             {{ _cdc_earlier_layout() }}
@@ -58,15 +57,16 @@
             'mark': the watermark the commit recorded (cdc_record_watermark), when it is that
                 table's own write's (cdc_watermark_operations); else none,
         }
-        None when the table does not exist (a compile before any build) or has no commit, and
-        outside execution.
+        All three none when the table does not exist (a compile before any build) or has no
+        commit, and outside execution.
     -#}
+    {%- set none_known = {'id': none, 'operation': none, 'mark': none} -%}
     {%- if not execute or adapter.get_relation(relation.database, relation.schema, relation.identifier) is none -%}
-        {{ return(none) }}
+        {{ return(none_known) }}
     {%- endif -%}
     {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
     {%- if not rows -%}
-        {{ return(none) }}
+        {{ return(none_known) }}
     {%- endif -%}
     {%- set commit = {
         'id': {'table': relation | string, 'version': rows[0]['version'] | int, 'committed_at': rows[0]['timestamp'] | string},
@@ -81,6 +81,15 @@
         {%- endif -%}
     {%- endif -%}
     {{ return(commit) }}
+{%- endmacro %}
+
+{% macro cdc_unchanged_since(recorded, commit) -%}
+    {#- Whether the table `commit` (cdc_last_commit) belongs to has had no commit since the model's
+        last write read it: that write recorded the same id as its upstream (`recorded`,
+        cdc_watermark's). Then the model has nothing new to read, which no query needs to tell.
+        False when nothing was recorded (a watermark scanned, a first build) or the table's
+        newest commit is unknown. -#}
+    {{ return(commit.id is not none and recorded.get('upstream') == commit.id) }}
 {%- endmacro %}
 
 {% macro cdc_watermark_operations() -%}

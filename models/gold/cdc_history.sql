@@ -45,8 +45,7 @@
     is still the newest one, silver has had no write since and there is nothing new, which no
     query needs to count #}
 {%- set silver_commit = cdc_last_commit(ref('cdc_parsed')) %}
-{%- set upstream = silver_commit.id if silver_commit else none %}
-{%- set unchanged = watermark is not none and upstream is not none and recorded.get('upstream') == upstream %}
+{%- set unchanged = cdc_unchanged_since(recorded, silver_commit) %}
 {#- an increment of at most this many changes has its keys broadcast (late check and model) #}
 {%- set broadcast_limit = 250000 %}
 {%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open)' %}
@@ -75,7 +74,7 @@
 {%- if truncations_before is none %}
     {%- set truncations_before = cdc_truncation_count(ref('cdc_changes'), watermark) %}
 {%- endif %}
-{%- set extra = {'truncations': truncations_before + counted.truncations, 'upstream': upstream} if counted is not none else none %}
+{%- set extra = {'truncations': truncations_before + counted.truncations, 'upstream': silver_commit.id} if counted is not none else none %}
 {#- the newest apply order per table, stored or new. A first build does not count its changes'
     orders per table (cdc_change_counts: a sort of every change): its record leaves them out,
     and the first increment reads them from the open versions. Beyond 5,000 tables the record

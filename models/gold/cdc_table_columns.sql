@@ -22,10 +22,9 @@
 {%- set recorded = {} %}
 {%- set watermark = cdc_watermark('last_ingested_at', 'last_seen_order', recorded=recorded) if is_incremental() else none %}
 {%- set silver_commit = cdc_last_commit(ref('cdc_parsed')) %}
-{%- set upstream = silver_commit.id if silver_commit else none %}
-{%- set up_to = silver_commit.mark.ingested_at if silver_commit and silver_commit.mark else none %}
-{%- set unchanged = watermark is not none and upstream is not none and recorded.get('upstream') == upstream %}
-{%- do cdc_record_watermark(up_to, {'upstream': upstream}) %}
+{%- set up_to = silver_commit.mark.ingested_at if silver_commit.mark else none %}
+{%- set unchanged = cdc_unchanged_since(recorded, silver_commit) %}
+{%- do cdc_record_watermark(up_to, {'upstream': silver_commit.id}) %}
 
 {{ config(
     materialized='incremental',
