@@ -3,6 +3,8 @@
 Both loaders (file dumps and the Kafka source) hand a DataFrame of raw records to
 :func:`land`, which stamps it with the batch id and ingestion time and MERGEs it into
 ``bronze.kafka_records`` on (topic, partition, offset), inserting only what is not there yet.
+Each commit names its batch (id, format, topics, ingestion time) in its user metadata, from
+which a build routes the records landed since its last run without reading them.
 Re-landing a record therefore adds nothing, whichever loader lands it and however often. The
 first batch of a new lakehouse, which an empty table cannot already hold, is appended instead,
 in a Delta transaction that a concurrent writer's commit makes fail (then it is MERGEd).
@@ -10,6 +12,7 @@ in a Delta transaction that a concurrent writer's commit makes fail (then it is 
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import uuid
@@ -145,11 +148,13 @@ def land(
         batch = batch.dropDuplicates(["topic", "partition", "offset"])
     else:
         batch = _coalesced(batch, read)
-    stamped = _stamped(batch, fmt, source, batch_id)
-    appended = _append_to_empty(spark, stamped, batch_id)
+    stamp = _stamp()
+    stamped = _stamped(batch, fmt, source, batch_id, stamp)
+    metadata = commit_metadata(batch_id, fmt, sorted({r.topic for r in ranges}), stamp)
+    appended = _append_to_empty(spark, stamped, batch_id, metadata)
     if appended is not None:
         return LandResult(batch_id, appended if planned else read, appended)
-    landed = _merge(spark, stamped, ranges, batch_id)
+    landed = _merge(spark, stamped, ranges, batch_id, metadata)
     if planned:
         # Delta commits nothing when a MERGE inserts nothing (a replayed batch): count apart
         source_rows = _source_rows(spark, batch_id)
@@ -236,29 +241,69 @@ def _coalesced(batch: DataFrame, records: int) -> DataFrame:
     return batch
 
 
-def _stamped(batch: DataFrame, fmt: str | None, source: str, batch_id: str) -> DataFrame:
+def _stamp() -> datetime:
+    """The batch's ``ingested_at``: now (UTC), on a grid of even milliseconds.
+
+    Delta's file statistics keep milliseconds and read a file's newest stamp as up to one
+    millisecond later, so a build that has consumed up to a stamp reads on from two milliseconds
+    after it (macro ``cdc_newer_than``), and Delta skips every file of the batches before by
+    their statistics alone.
+    """
+    now = datetime.now(timezone.utc)
+    return now.replace(microsecond=now.microsecond // 2000 * 2000)
+
+
+def _stamped(batch: DataFrame, fmt: str | None, source: str, batch_id: str, stamp: datetime) -> DataFrame:
     """The batch as bronze rows: record columns and the batch's stamps.
 
-    ``ingested_at`` is one literal for the whole batch, taken here, so every record of the
-    batch carries the same value whatever plan Delta picks for the MERGE. It lies on a grid of
-    even milliseconds: Delta's file statistics keep milliseconds and read a file's newest stamp
-    as up to one millisecond later, so a build that has consumed up to a stamp reads on from
-    two milliseconds after it (macro ``cdc_newer_than``), and Delta skips every file of the
-    batches before by their statistics alone.
+    ``ingested_at`` is one literal for the whole batch (``stamp``), so every record of the
+    batch carries the same value whatever plan Delta picks for the MERGE.
     """
     from pyspark.sql import functions as F
 
-    now = datetime.now(timezone.utc)
     return batch.select(
         *RECORD_COLUMNS,
         F.lit(fmt).cast("string").alias("format"),
         F.lit(source).alias("source"),
-        F.lit(now.replace(microsecond=now.microsecond // 2000 * 2000)).cast("timestamp").alias("ingested_at"),
+        F.lit(stamp).cast("timestamp").alias("ingested_at"),
         F.lit(batch_id).alias("batch_id"),
     )
 
 
-def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], batch_id: str) -> int:
+#: The commit metadata lists a batch's topics up to this many; a batch of more lists none
+#: (a build then routes it with a query over its records, as for a commit without the metadata).
+MAX_LISTED_TOPICS = 1000
+
+
+def commit_metadata(batch_id: str, fmt: str | None, topics: list[str], stamp: datetime) -> str:
+    """The user metadata of the commit that lands a batch: what the batch is, for ``describe history``.
+
+    ``{"cdc_lakehouse_batch": {"id", "format", "topics", "ingested_at"}}``: the batch id, the
+    format given at ingest (null: the seed or detection decides), the topics it read (null
+    above :data:`MAX_LISTED_TOPICS`) and its ``ingested_at`` as Spark prints it in UTC. The
+    build's parse (macro ``cdc_landed_batches``) routes the batches landed since its last run
+    from these, out of bronze's log: it knows which parsers it needs and up to which stamp to
+    read without a query over the records.
+    """
+    batch = {
+        "id": batch_id,
+        "format": fmt,
+        "topics": topics if len(topics) <= MAX_LISTED_TOPICS else None,
+        "ingested_at": stamp.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+    }
+    return json.dumps({"cdc_lakehouse_batch": batch}, ensure_ascii=False, separators=(",", ":"))
+
+
+def batch_of(metadata: str | None) -> str | None:
+    """The batch id in a bronze commit's user metadata (:func:`commit_metadata`); None if none."""
+    try:
+        batch = json.loads(metadata or "").get("cdc_lakehouse_batch")
+    except (ValueError, AttributeError):
+        return None
+    return batch.get("id") if isinstance(batch, dict) else None
+
+
+def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], batch_id: str, metadata: str) -> int:
     """MERGE ``batch`` into bronze, inserting the (topic, partition, offset) keys not there yet.
 
     The match is limited to the batch's offset ranges on the bronze side. That changes no
@@ -266,14 +311,15 @@ def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], bat
     min/max statistics of each file, every bronze file that cannot hold those offsets: a later
     ingest reads a few files, not all of bronze.
 
-    Returns the rows inserted. The commit carries the batch id as its user metadata
-    (``describe history`` shows which ingest batch wrote which version), which is also how
-    :func:`_source_rows` finds its source row count again.
+    Returns the rows inserted. The commit carries ``metadata`` (:func:`commit_metadata`: the
+    batch id, its format, topics and stamp) as its user metadata (``describe history`` shows
+    which ingest batch wrote which version), which is also how :func:`_source_rows` finds its
+    source row count again.
     """
     view = f"_bronze_batch_{batch_id}"
     batch.createOrReplaceTempView(view)
     metadata_key = "spark.databricks.delta.commitInfo.userMetadata"
-    spark.conf.set(metadata_key, batch_id)
+    spark.conf.set(metadata_key, metadata)
     try:
         metrics = spark.sql(
             f"""
@@ -290,7 +336,7 @@ def _merge(spark: SparkSession, batch: DataFrame, ranges: list[OffsetRange], bat
     return int(metrics[0]["num_inserted_rows"]) if metrics else 0
 
 
-def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> int | None:
+def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str, metadata: str) -> int | None:
     """Append ``batch`` as bronze's first rows; the rows appended, or None when bronze holds rows
     already (or its snapshot has no checksum to tell) or another writer committed first.
 
@@ -318,7 +364,7 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
         txn = _empty_table_transaction(spark)
         if txn is None:
             return None
-        operation = _write_operation(spark, batch_id)
+        operation = _write_operation(spark, metadata)
     except Py4JJavaError:
         raise  # thrown by Delta itself (the table, its log): not a matter of names
     except (Py4JError, TypeError) as exc:
@@ -342,13 +388,13 @@ def _append_to_empty(spark: SparkSession, batch: DataFrame, batch_id: str) -> in
     return int(rows.get["rows"])
 
 
-def _write_operation(spark: SparkSession, batch_id: str) -> Any:
-    """Delta's ``Write`` operation (append) for the commit, with the batch id as its user metadata
-    (so ``describe history`` names the batch, as it does for the MERGE's commits)."""
+def _write_operation(spark: SparkSession, metadata: str) -> Any:
+    """Delta's ``Write`` operation (append) for the commit, with ``metadata`` as its user metadata
+    (:func:`commit_metadata`, as the MERGE's commits carry)."""
     jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     write = getattr(getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Write$"), "MODULE$")
     defaults = [getattr(write, f"apply$default${i}")() for i in range(2, 10)]
-    defaults[2] = jvm.scala.Some(batch_id)
+    defaults[2] = jvm.scala.Some(metadata)
     return write.apply(jvm.org.apache.spark.sql.SaveMode.Append, *defaults)
 
 
@@ -376,10 +422,10 @@ def _empty_table_transaction(spark: SparkSession) -> Any | None:
 
 
 def _source_rows(spark: SparkSession, batch_id: str) -> int | None:
-    """``numSourceRows`` of the MERGE commit whose user metadata is ``batch_id``; None when that
-    MERGE committed nothing."""
+    """``numSourceRows`` of the MERGE commit whose user metadata names ``batch_id``; None when
+    that MERGE committed nothing."""
     for row in spark.sql(f"describe history {TABLE} limit 10").collect():
-        if row["userMetadata"] == batch_id:
+        if batch_of(row["userMetadata"]) == batch_id:
             value = (row["operationMetrics"] or {}).get("numSourceRows")
             return int(value) if value is not None else None
     return None

@@ -151,7 +151,7 @@ def test_offsets_repeated_in_a_batch_land_once(lakehouse: InProcessLakehouse) ->
 
 def _history(lh: InProcessLakehouse) -> list[dict]:
     rows = lh.spark.sql(f"describe history {bronze.TABLE}").orderBy("version").collect()
-    return [{"operation": r["operation"], "batch": r["userMetadata"]} for r in rows]
+    return [{"operation": r["operation"], "batch": bronze.batch_of(r["userMetadata"])} for r in rows]
 
 
 def test_the_first_batch_into_empty_bronze_is_appended_and_later_ones_merged(lakehouse: InProcessLakehouse) -> None:
@@ -162,6 +162,23 @@ def test_the_first_batch_into_empty_bronze_is_appended_and_later_ones_merged(lak
     assert [r["offset"] for r in _bronze(lakehouse, "a")] == list(range(25))
     last_two = [(h["operation"], h["batch"]) for h in _history(lakehouse)[-2:]]
     assert last_two == [("WRITE", first.batch_id), ("MERGE", again.batch_id)]
+
+
+def test_each_commit_names_its_batch_topics_format_and_ingest_time(lakehouse: InProcessLakehouse) -> None:
+    # what a build routes the batch's records by, without reading them (cdc_landed_batches)
+    first = _land(lakehouse, "named.jsonl", [_envelope("n.b", 0), _envelope("n.a", 0), _envelope("n.b", 1)])
+    again = _land(lakehouse, "named-again.jsonl", [_envelope("n.c", 0), _envelope("n.a", 0)])
+    history = lakehouse.spark.sql(f"describe history {bronze.TABLE} limit 2").orderBy("version").collect()
+    for result, commit, topics in ((first, history[0], ["n.a", "n.b"]), (again, history[1], ["n.a", "n.c"])):
+        batch = json.loads(commit["userMetadata"])["cdc_lakehouse_batch"]
+        assert (batch["id"], batch["format"], batch["topics"]) == (result.batch_id, None, topics)
+        stamps = lakehouse.rows(
+            f"select count(*) as n, max(ingested_at) = timestamp '{batch['ingested_at']}' as same "
+            f"from {bronze.TABLE} where batch_id = '{result.batch_id}'"
+        )
+        assert stamps == [{"n": 3 if result is first else 1, "same": True}]
+    assert bronze.batch_of(history[1]["userMetadata"]) == again.batch_id
+    assert bronze.batch_of(again.batch_id) is None  # an earlier loader's metadata: the bare id
 
 
 def test_a_commit_beside_the_first_append_makes_it_a_merge(

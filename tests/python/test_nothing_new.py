@@ -2,8 +2,10 @@
 the history and the table columns each record, with their watermark, the newest commit of the
 table they read (macros/cdc_watermark.sql, cdc_last_commit). While that commit is still the
 newest, the next run knows there is nothing new without a query, and writes nothing
-(cdc_nothing_to_write). Any other commit to the table read (here a property set on bronze)
-takes the full path, which finds out the same by its queries."""
+(cdc_nothing_to_write). Any other commit to the table read takes the full path: for bronze, the
+parse reads what the commits since landed from their metadata in bronze's log (a property set
+lands nothing, a loader's batch names its topics: cdc_landed_batches), still without a query
+over the records; the gold tables find out by their queries."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from pathlib import Path
 from cdc_messages import DebeziumTable
 
 WRITTEN = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
-# what the full path runs and the short one does not: silver's routing query over bronze's new
-# records, and the history's count of silver's new changes
+# what the full path runs and the short one does not: the history's count of silver's new
+# changes, and silver's routing query over bronze's new records when bronze's log cannot tell
 ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
 COUNT_QUERY = "count_if(op = 't') as truncations"
 
@@ -46,19 +48,22 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     assert _newest_versions(lakehouse) == built
     assert lakehouse.current_state("quiet") == state
 
-    # a commit to bronze that lands no record: the full path runs its queries, which find
-    # nothing new either, and still nothing is written
+    # a commit to bronze that lands no record: bronze's log says so (no routing query), and
+    # still nothing is written
     lakehouse.spark.sql("alter table bronze.kafka_records set tblproperties ('cdc_lakehouse.test' = 'yes')")
     log = _build_log(lakehouse, tmp_path / "altered")
-    assert ROUTING_QUERY in log
+    assert "describe history bronze.kafka_records limit 2" in log
+    assert ROUTING_QUERY not in log
     assert "select 'nothing new for silver.cdc_parsed' as skipped_write" in log
     assert _newest_versions(lakehouse) == built
 
-    # a record landed after it is read, parsed, and reaches the history and the table columns
+    # a record landed after it is read, parsed, and reaches the history and the table columns;
+    # the loader's commit named its topic and format, so the parse routes it without a query
     lakehouse.ingest(t.envelopes([t.update(rows[0], {"id": 1, "v": "b", "w": 7})], first_offset=3),
                      fmt="debezium-json")
     log = _build_log(lakehouse, tmp_path / "landed")
-    assert ROUTING_QUERY in log and COUNT_QUERY in log
+    assert ROUTING_QUERY not in log and COUNT_QUERY in log
+    assert "insert into table silver.cdc_parsed" in log
     after = _newest_versions(lakehouse)
     assert all(after[table] > built[table] for table in WRITTEN), (built, after)
     assert lakehouse.current_state("quiet")[("quiet", '{"id":1}')] == {"id": "1", "v": "b", "w": "7"}

@@ -1,11 +1,13 @@
 """Which parser reads a record (SPEC, "Formats"): the format given at ingest, else the format of
 the longest topic pattern (the cdc_topic_formats seed and var) that matches its topic, else the
-one its message's shape says. The routing query of macros/cdc_new_records.sql decides it once
-per run, for every (topic, ingest format) among the new records."""
+one its message's shape says. macros/cdc_new_records.sql decides it once per run, for every
+(topic, ingest format) among the new records: from the loader's commits in bronze's log, which
+name each batch's topics and format, or, when the log cannot tell, by a query over the records."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 DEBEZIUM = (
     '{{"before":null,"after":{{"id":{id},"name":"a"}},"source":{{"db":"shop","table":"{table}",'
@@ -16,9 +18,27 @@ CANAL = (
     '"type":"INSERT","es":1700000000000,"ts":1700000000001,"id":{id},"isDdl":false,'
     '"mysqlType":{{"id":"int","name":"varchar(10)"}},"sqlType":{{"id":4,"name":12}},"old":null}}'
 )
+# the routing query over bronze's new records
+ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
 
 
-def test_a_record_is_read_by_its_ingest_format_else_the_longest_pattern_else_its_shape(lakehouse):
+def _build_log(lakehouse, log_dir: Path, patterns: dict[str, str]) -> str:
+    """``dbt run`` of every model with ``patterns`` as the cdc_topic_formats var; its debug log."""
+    lakehouse.build("--vars", json.dumps({"cdc_topic_formats": patterns}), "--log-path", str(log_dir), tests=False)
+    return (log_dir / "dbt.log").read_text(encoding="utf-8")
+
+
+def _changes(lakehouse) -> dict[tuple[str, str, str], int]:
+    return {
+        (r["kafka_topic"], r["source_format"], r["source_table"]): r["changes"]
+        for r in lakehouse.rows(
+            "select kafka_topic, source_format, source_table, count(*) as changes "
+            "from silver.cdc_changes group by kafka_topic, source_format, source_table"
+        )
+    }
+
+
+def test_a_record_is_read_by_its_ingest_format_else_the_longest_pattern_else_its_shape(lakehouse, tmp_path):
     # shop.orders matches both patterns: the longer says debezium-json (the shorter one's
     # canal-json parser would quarantine every message)
     lakehouse.ingest([DEBEZIUM.format(id=i, table="orders") for i in (1, 2, 3)], topic="shop.orders")
@@ -29,19 +49,31 @@ def test_a_record_is_read_by_its_ingest_format_else_the_longest_pattern_else_its
     # no pattern matches: the message's shape (a payload without Debezium's wrapper)
     lakehouse.ingest([DEBEZIUM.format(id=i, table="users") for i in (1, 2)], topic="other.users")
     patterns = {"^shop[.]": "canal-json", "^shop[.]orders$": "debezium-json"}
-    lakehouse.build("--vars", json.dumps({"cdc_topic_formats": patterns}), tests=False)
-
-    parsed = {
-        (r["kafka_topic"], r["source_format"], r["source_table"]): r["changes"]
-        for r in lakehouse.rows(
-            "select kafka_topic, source_format, source_table, count(*) as changes "
-            "from silver.cdc_changes group by kafka_topic, source_format, source_table"
-        )
-    }
-    assert parsed == {
+    log = _build_log(lakehouse, tmp_path / "first", patterns)
+    # routed from the loader's commits, not by a query over the records
+    assert ROUTING_QUERY not in log
+    assert _changes(lakehouse) == {
         ("shop.orders", "debezium-json", "orders"): 3,
         ("shop.items", "canal-json", "items"): 2,
         ("shop.items", "debezium-json", "items"): 2,
         ("other.users", "debezium-flat", "users"): 2,  # a Debezium payload without its wrapper
     }
+    assert lakehouse.rows("select * from silver.cdc_quarantine") == []
+
+
+def test_records_that_another_writer_committed_to_bronze_are_routed_by_a_query(lakehouse, tmp_path):
+    # the loader's batch, then a commit of someone else's: its metadata does not say what it
+    # landed, so the parse routes the run's records by the query, with the same rules
+    lakehouse.ingest([DEBEZIUM.format(id=1, table="orders")], topic="shop.orders")
+    value = DEBEZIUM.format(id=2, table="orders")
+    lakehouse.spark.sql(
+        "insert into bronze.kafka_records (topic, partition, offset, timestamp, key, value, headers, "
+        "format, source, ingested_at, batch_id) "
+        f"select 'shop.orders', 0, 1, null, null, cast('{value}' as binary), null, null, 'test', "
+        "timestamp '2099-01-01 00:00:00', 'by-hand'"
+    )
+    patterns = {"^shop[.]": "canal-json", "^shop[.]orders$": "debezium-json"}
+    log = _build_log(lakehouse, tmp_path / "by-hand", patterns)
+    assert ROUTING_QUERY in log
+    assert _changes(lakehouse) == {("shop.orders", "debezium-json", "orders"): 2}
     assert lakehouse.rows("select * from silver.cdc_quarantine") == []
