@@ -3,11 +3,11 @@
 Both loaders (file dumps and the Kafka source) hand a DataFrame of raw records to
 :func:`land`, which stamps it with the batch id and ingestion time and MERGEs it into
 ``bronze.kafka_records`` on (topic, partition, offset), inserting only what is not there yet.
-Each commit names its batch (id, format, topics, ingestion time) in its user metadata, from
-which a build routes the records landed since its last run without reading them.
 Re-landing a record therefore adds nothing, whichever loader lands it and however often. The
 first batch of a new lakehouse, which an empty table cannot already hold, is appended instead,
-in a Delta transaction that a concurrent writer's commit makes fail (then it is MERGEd).
+in a Delta transaction that a concurrent writer's commit makes fail (then it is MERGEd). Each
+commit names its batch (id, format, topics, ingestion time) in its user metadata, from which a
+build routes the records landed since its last run without reading them.
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def commit_metadata(batch_id: str, fmt: str | None, topics: list[str], stamp: da
 
     ``{"cdc_lakehouse_batch": {"id", "format", "topics", "ingested_at"}}``: the batch id, the
     format given at ingest (null: the seed or detection decides), the topics it read (null
-    above :data:`MAX_LISTED_TOPICS`) and its ``ingested_at`` as Spark prints it in UTC. The
+    above :data:`MAX_LISTED_TOPICS`) and its ``ingested_at`` in UTC, to the millisecond. The
     build's parse (macro ``cdc_landed_batches``) routes the batches landed since its last run
     from these, out of bronze's log: it knows which parsers it needs and up to which stamp to
     read without a query over the records.
