@@ -95,18 +95,13 @@
         record, computed below from no rows. Else the loader's batches since the commit the last
         write recorded (since bronze's first commit when nothing is parsed yet), from bronze's
         log; the query when the log cannot tell -#}
-    {%- set unchanged = cdc_unchanged_since(recorded, bronze_commit) -%}
     {%- set since = recorded.get('upstream') if result.after is not none else none -%}
-    {%- set batches = none -%}
-    {%- if not unchanged and (result.after is none or since is not none) -%}
-        {%- set batches = cdc_landed_batches(bronze, bronze_commit, since) -%}
-    {%- endif -%}
-    {%- if unchanged -%}
+    {%- if cdc_unchanged_since(recorded, bronze_commit) -%}
         {%- set routed_rows = [] -%}
-    {%- elif batches is not none -%}
-        {%- set routed_rows = _cdc_route_batches(batches) -%}
     {%- else -%}
-        {%- set routed_rows = run_query(query).rows -%}
+        {%- set batches = cdc_landed_batches(bronze, bronze_commit, since)
+            if result.after is none or since is not none else none -%}
+        {%- set routed_rows = _cdc_route_batches(batches) if batches is not none else run_query(query).rows -%}
     {%- endif -%}
     {%- for row in routed_rows -%}
         {%- if row['resolved_format'] is none -%}
@@ -221,7 +216,7 @@
     {%- for row in run_query('describe history ' ~ bronze ~ ' limit ' ~ count).rows -%}
         {%- do commits.update({row['version'] | int: row}) -%}
     {%- endfor -%}
-    {%- if since is not none and (commits.get(first) is none or (commits[first]['timestamp'] | string) != since.committed_at) -%}
+    {%- if since is not none and (commits.get(first) is none or cdc_commit_id(bronze, commits[first]) != since) -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set batches = [] -%}
@@ -258,19 +253,12 @@
         given at ingest, else the topic's longest matching pattern (cdc_topic_format_patterns,
         matched by Spark as the query matches them, in a query over the topics alone), else
         none (detected from the shapes). records is 1: the log does not count them -#}
-    {%- set stamps = {} -%}
-    {%- for batch in batches -%}
-        {%- for topic in batch.topics -%}
-            {%- set key = (topic, batch.get('format')) -%}
-            {%- if stamps.get(key) is none or batch.ingested_at > stamps[key] -%}
-                {%- do stamps.update({key: batch.ingested_at}) -%}
-            {%- endif -%}
-        {%- endfor -%}
-    {%- endfor -%}
     {%- set seeded = {} -%}
     {%- set unnamed = [] -%}
-    {%- for topic, format_id in stamps.keys() if format_id is none and topic not in unnamed -%}
-        {%- do unnamed.append(topic) -%}
+    {%- for batch in batches if batch.get('format') is none -%}
+        {%- for topic in batch.topics if topic not in unnamed -%}
+            {%- do unnamed.append(topic) -%}
+        {%- endfor -%}
     {%- endfor -%}
     {%- if unnamed -%}
         {%- set query -%}
@@ -285,11 +273,13 @@
         {%- endfor -%}
     {%- endif -%}
     {%- set routed = {} -%}
-    {%- for key, up_to in stamps.items() -%}
-        {%- set routed_key = (key[0], key[1] if key[1] is not none else seeded.get(key[0])) -%}
-        {%- if routed.get(routed_key) is none or up_to > routed[routed_key] -%}
-            {%- do routed.update({routed_key: up_to}) -%}
-        {%- endif -%}
+    {%- for batch in batches -%}
+        {%- for topic in batch.topics -%}
+            {%- set key = (topic, batch.format if batch.get('format') is not none else seeded.get(topic)) -%}
+            {%- if routed.get(key) is none or batch.ingested_at > routed[key] -%}
+                {%- do routed.update({key: batch.ingested_at}) -%}
+            {%- endif -%}
+        {%- endfor -%}
     {%- endfor -%}
     {%- set rows = [] -%}
     {%- for key, up_to in routed.items() -%}

@@ -69,7 +69,7 @@
         {{ return(none_known) }}
     {%- endif -%}
     {%- set commit = {
-        'id': {'table': relation | string, 'version': rows[0]['version'] | int, 'committed_at': rows[0]['timestamp'] | string},
+        'id': cdc_commit_id(relation, rows[0]),
         'operation': rows[0]['operation'],
         'mark': none,
     } -%}
@@ -81,6 +81,12 @@
         {%- endif -%}
     {%- endif -%}
     {{ return(commit) }}
+{%- endmacro %}
+
+{% macro cdc_commit_id(relation, row) -%}
+    {#- The id of a commit of the Delta table `relation`, from its row of `describe history`:
+        {'table', 'version', 'committed_at'} (cdc_last_commit) -#}
+    {{ return({'table': relation | string, 'version': row['version'] | int, 'committed_at': row['timestamp'] | string}) }}
 {%- endmacro %}
 
 {% macro cdc_unchanged_since(recorded, commit) -%}
