@@ -280,7 +280,7 @@ def commit_metadata(batch_id: str, fmt: str | None, topics: list[str], stamp: da
 
     ``{"cdc_lakehouse_batch": {"id", "format", "topics", "ingested_at"}}``: the batch id, the
     format given at ingest (null: the seed or detection decides), the topics it read (null
-    above :data:`MAX_LISTED_TOPICS`) and its ``ingested_at`` in UTC, to the millisecond. The
+    above :data:`MAX_LISTED_TOPICS`) and its ``ingested_at`` (:func:`spark_text`). The
     build's parse (macro ``cdc_landed_batches``) routes the batches landed since its last run
     from these, out of bronze's log: it knows which parsers it needs and up to which stamp to
     read without a query over the records.
@@ -289,9 +289,20 @@ def commit_metadata(batch_id: str, fmt: str | None, topics: list[str], stamp: da
         "id": batch_id,
         "format": fmt,
         "topics": topics if len(topics) <= MAX_LISTED_TOPICS else None,
-        "ingested_at": stamp.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+        "ingested_at": spark_text(stamp),
     }
     return json.dumps({"cdc_lakehouse_batch": batch}, ensure_ascii=False, separators=(",", ":"))
+
+
+def spark_text(stamp: datetime) -> str:
+    """``stamp`` in UTC as a UTC session's Spark prints a timestamp: ``cast(ingested_at as string)``.
+
+    To the millisecond, trailing zeros and a bare point trimmed (``...:24.68``, ``...:24``), so
+    the watermark a build records reads the same whether it routed the records from bronze's log
+    or by a query over them.
+    """
+    text = stamp.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return text.rstrip("0").rstrip(".")
 
 
 def batch_of(metadata: str | None) -> str | None:

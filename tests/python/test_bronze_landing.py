@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -173,12 +174,23 @@ def test_each_commit_names_its_batch_topics_format_and_ingest_time(lakehouse: In
         batch = json.loads(commit["userMetadata"])["cdc_lakehouse_batch"]
         assert (batch["id"], batch["format"], batch["topics"]) == (result.batch_id, None, topics)
         stamps = lakehouse.rows(
-            f"select count(*) as n, max(ingested_at) = timestamp '{batch['ingested_at']}' as same "
-            f"from {bronze.TABLE} where batch_id = '{result.batch_id}'"
+            f"select count(*) as n, max(ingested_at) = timestamp '{batch['ingested_at']}' as same, "
+            f"cast(max(ingested_at) as string) as text from {bronze.TABLE} where batch_id = '{result.batch_id}'"
         )
-        assert stamps == [{"n": 3 if result is first else 1, "same": True}]
+        assert stamps == [{"n": 3 if result is first else 1, "same": True, "text": batch["ingested_at"]}]
     assert bronze.batch_of(history[1]["userMetadata"]) == again.batch_id
     assert bronze.batch_of(again.batch_id) is None  # an earlier loader's metadata: the bare id
+
+
+@pytest.mark.parametrize(("micros", "text"), [
+    (680_000, "2026-11-28 00:38:24.68"), (0, "2026-11-28 00:38:24"), (2_000, "2026-11-28 00:38:24.002"),
+    (500_000, "2026-11-28 00:38:24.5"),
+])
+def test_a_commits_stamp_reads_as_spark_prints_it(micros: int, text: str) -> None:
+    # the watermark a build records from the log must read as the one it records by a query
+    stamp = datetime(2026, 11, 28, 1, 38, 24, micros, tzinfo=timezone(timedelta(hours=1)))
+    batch = json.loads(bronze.commit_metadata("b", "debezium-json", ["t"], stamp))["cdc_lakehouse_batch"]
+    assert batch["ingested_at"] == text
 
 
 def test_a_commit_beside_the_first_append_makes_it_a_merge(
