@@ -71,8 +71,9 @@ sqlfluff: setup
 # one worker (its module fixtures build once). PYTEST_WORKERS=0 runs them one at a time.
 PYTEST_WORKERS ?= 2
 
+# --durations: the slowest tests, in every run's log, to keep the suite's time in view.
 pytest: setup kafka-jars postgres-bin
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=40 --durations-min=15
 
 test: setup lint pytest
 
