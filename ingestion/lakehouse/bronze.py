@@ -299,7 +299,8 @@ def spark_text(stamp: datetime) -> str:
 
     To the millisecond, trailing zeros and a bare point trimmed (``...:24.68``, ``...:24``), so
     the watermark a build records reads the same whether it routed the records from bronze's log
-    or by a query over them.
+    or by a query over them. Trimmed fractions still sort as the instants do (``24`` < ``24.002``
+    < ``24.5``), which the macro's newest-stamp comparison of these texts relies on.
     """
     text = stamp.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     return text.rstrip("0").rstrip(".")
