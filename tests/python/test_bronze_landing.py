@@ -155,14 +155,18 @@ def _history(lh: InProcessLakehouse) -> list[dict]:
     return [{"operation": r["operation"], "batch": bronze.batch_of(r["userMetadata"])} for r in rows]
 
 
-def test_the_first_batch_into_empty_bronze_is_appended_and_later_ones_merged(lakehouse: InProcessLakehouse) -> None:
+def test_batches_of_new_offsets_are_appended_and_overlapping_ones_merged(lakehouse: InProcessLakehouse) -> None:
     first = _land(lakehouse, "first.jsonl", [_envelope("a", o) for o in range(20)] + [_envelope("a", 3)])
     assert (first.read, first.landed) == (21, 20)  # the repeated offset lands once
-    again = _land(lakehouse, "again.jsonl", [_envelope("a", o) for o in range(15, 25)])
+    # the next offsets of the topic, another partition and another topic: nothing to skip
+    following = _land(lakehouse, "following.jsonl", [_envelope("a", o) for o in range(20, 30)]
+                      + [_envelope("a", o, partition=1) for o in range(5)] + [_envelope("b", 0)])
+    assert (following.read, following.landed) == (16, 16)
+    again = _land(lakehouse, "again.jsonl", [_envelope("a", o) for o in range(25, 35)])
     assert (again.read, again.landed) == (10, 5)
-    assert [r["offset"] for r in _bronze(lakehouse, "a")] == list(range(25))
-    last_two = [(h["operation"], h["batch"]) for h in _history(lakehouse)[-2:]]
-    assert last_two == [("WRITE", first.batch_id), ("MERGE", again.batch_id)]
+    assert [r["offset"] for r in _bronze(lakehouse, "a") if r["partition"] == 0] == list(range(35))
+    last = [(h["operation"], h["batch"]) for h in _history(lakehouse)[-3:]]
+    assert last == [("WRITE", first.batch_id), ("WRITE", following.batch_id), ("MERGE", again.batch_id)]
 
 
 def test_each_commit_names_its_batch_topics_format_and_ingest_time(lakehouse: InProcessLakehouse) -> None:
@@ -193,25 +197,31 @@ def test_a_commits_stamp_reads_as_spark_prints_it(micros: int, text: str) -> Non
     assert batch["ingested_at"] == text
 
 
-def test_a_commit_beside_the_first_append_makes_it_a_merge(
-    lakehouse: InProcessLakehouse, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("landed_before", [0, 5], ids=["empty", "holding-other-offsets"])
+def test_a_commit_beside_an_append_makes_it_a_merge(
+    lakehouse: InProcessLakehouse, monkeypatch: pytest.MonkeyPatch, landed_before: int
 ) -> None:
-    # Another loader commits offsets 5..14 after this land's transaction found bronze empty:
-    # Delta refuses the append, and the MERGE that follows lands only what is missing.
-    start = bronze._empty_table_transaction
+    # Another loader commits offsets 105..114 after this land's transaction found none of
+    # 100..109 in bronze: Delta refuses the append, and the MERGE that follows lands only what
+    # is missing. Into empty bronze the other loader appends; beside offsets 0..4 it MERGEs
+    # (its batch repeats them).
+    if landed_before:
+        _land(lakehouse, "before.jsonl", [_envelope("c", o) for o in range(landed_before)])
+    start = bronze._new_offsets_transaction
 
-    def beside(spark):  # noqa: ANN001, ANN202 - the patched function's own signature
-        txn = start(spark)
+    def beside(spark, ranges):  # noqa: ANN001, ANN202 - the patched function's own signature
+        txn = start(spark, ranges)
         assert txn is not None
-        monkeypatch.setattr(bronze, "_empty_table_transaction", start)
-        _land(lakehouse, "beside.jsonl", [_envelope("c", o) for o in range(5, 15)])
+        monkeypatch.setattr(bronze, "_new_offsets_transaction", start)
+        _land(lakehouse, "beside.jsonl", [_envelope("c", o) for o in [*range(landed_before), *range(105, 115)]])
         return txn
 
-    monkeypatch.setattr(bronze, "_empty_table_transaction", beside)
-    result = _land(lakehouse, "mine.jsonl", [_envelope("c", o) for o in range(10)])
+    monkeypatch.setattr(bronze, "_new_offsets_transaction", beside)
+    result = _land(lakehouse, "mine.jsonl", [_envelope("c", o) for o in range(100, 110)])
     assert (result.read, result.landed) == (10, 5)
-    assert [r["offset"] for r in _bronze(lakehouse, "c")] == list(range(15))
-    assert [h["operation"] for h in _history(lakehouse)][-2:] == ["WRITE", "MERGE"]
+    assert [r["offset"] for r in _bronze(lakehouse, "c")] == [*range(landed_before), *range(100, 115)]
+    beside_write = "MERGE" if landed_before else "WRITE"
+    assert [h["operation"] for h in _history(lakehouse)][-2:] == [beside_write, "MERGE"]
 
 
 def test_a_delta_without_the_transaction_api_the_append_uses_gets_a_merge(
@@ -232,7 +242,7 @@ def test_a_delta_without_the_transaction_api_the_append_uses_gets_a_merge(
     assert (result.read, result.landed) == (4, 4)
     assert [r["offset"] for r in _bronze(lakehouse, "d")] == list(range(4))
     assert _history(lakehouse)[-1] == {"operation": "MERGE", "batch": result.batch_id}
-    assert "a first batch is MERGEd, not appended" in capsys.readouterr().err
+    assert "batches of new offsets are MERGEd, not appended" in capsys.readouterr().err
 
 
 def test_quotes_and_backslashes_in_topic_names(lakehouse: InProcessLakehouse) -> None:
