@@ -50,6 +50,19 @@ def land_edges(lakehouse, fmt: str, topic: str, edges: list[Edge]) -> None:
     lakehouse.ingest([envelope(topic, 0, i, key, value) for i, (_, key, value) in enumerate(edges)], fmt=fmt)
 
 
+def land_values(lakehouse, fmt: str, topics: dict[str, list[str]]) -> None:
+    """Land the bare message values of several topics (offsets 0.. in each) in one ingest.
+
+    What ``lakehouse ingest --from-file --topic`` lands for each, as one dump of kcat -J lines:
+    an ingest costs a second or two however small, and the conformance folders hold dozens of
+    files, a topic each.
+    """
+    lines = [envelope(topic, 0, offset, None, value)
+             for topic, values in topics.items() for offset, value in enumerate(values)]
+    if lines:  # none when ../shared is not beside the checkout
+        lakehouse.ingest(lines, fmt=fmt)
+
+
 def taken_by_jvm(lakehouse, function: str, topic: str, edges: list[Edge]) -> dict[str, bool]:
     """Edge name -> whether ``cdc_lakehouse.json.<function>`` read it (true) or left it (false)."""
     rows = lakehouse.spark.sql(f"""

@@ -23,6 +23,7 @@ from fast_parser_check import (
     expected_taken,
     jvm_share,
     land_edges,
+    land_values,
     lines_of,
     taken_by_jvm,
 )
@@ -190,10 +191,10 @@ def test_canal_fast_parser_gives_the_sql_parsers_rows(lakehouse):
     land_edges(lakehouse, "canal-json", topic, CANAL_EDGES)
     bench = bench_lines("canal-json")
     lakehouse.ingest(bench, fmt="canal-json")
-    for path in sorted((FIXTURES / "canal-json").glob("*.jsonl")):
-        lakehouse.ingest(lines_of(path), fmt="canal-json", topic=f"canal.vendor.{path.stem}")
-    for i, path in enumerate(sorted((SHARED / "conformance" / "paimon" / "canal").rglob("*.txt"))):
-        lakehouse.ingest(paimon_messages(path), fmt="canal-json", topic=f"paimon.canal.t{i}")
+    vendor = {f"canal.vendor.{path.stem}": lines_of(path) for path in sorted((FIXTURES / "canal-json").glob("*.jsonl"))}
+    paimon = sorted((SHARED / "conformance" / "paimon" / "canal").rglob("*.txt"))
+    land_values(lakehouse, "canal-json",
+                vendor | {f"paimon.canal.t{i}": paimon_messages(path) for i, path in enumerate(paimon)})
 
     assert taken_by_jvm(lakehouse, "parse_canal", topic, CANAL_EDGES) == expected_taken(CANAL_EDGES)
     assert jvm_share(lakehouse, "parse_canal", "bench.%") == 1.0, "the bench's messages are all common"

@@ -23,6 +23,7 @@ from fast_parser_check import (
     generate,
     jvm_share,
     land_edges,
+    land_values,
     lines_of,
     taken_by_jvm,
 )
@@ -98,8 +99,8 @@ def test_debezium_fast_parser_gives_the_sql_parsers_rows(lakehouse):
     fixtures = [line for name in ("cloudcanal.jsonl", "dtle.jsonl", "oms_debezium.jsonl")
                 for line in lines_of(FIXTURES / "debezium-json" / name)]
     lakehouse.ingest(fixtures, fmt="debezium-json")
-    for i, path in enumerate(sorted((SHARED / "conformance" / "paimon" / "debezium").rglob("*.txt"))):
-        lakehouse.ingest(lines_of(path), fmt="debezium-json", topic=f"paimon.db{i}.t")
+    paimon = sorted((SHARED / "conformance" / "paimon" / "debezium").rglob("*.txt"))
+    land_values(lakehouse, "debezium-json", {f"paimon.db{i}.t": lines_of(path) for i, path in enumerate(paimon)})
 
     assert taken_by_jvm(lakehouse, "parse_debezium", topic, DEBEZIUM_EDGES) == expected_taken(DEBEZIUM_EDGES)
     assert jvm_share(lakehouse, "parse_debezium", "bench.%") == 1.0, "the bench's messages are all common"

@@ -23,6 +23,7 @@ from fast_parser_check import (
     expected_taken,
     jvm_share,
     land_edges,
+    land_values,
     taken_by_jvm,
 )
 
@@ -195,8 +196,7 @@ def test_maxwell_fast_parser_gives_the_sql_parsers_rows(lakehouse):
     lakehouse.ingest([envelope("fixtures.maxwell", 0, i, key, value)
                       for i, (_, (key, value)) in enumerate(fixtures)], fmt="maxwell-json")
     paimon = sorted((SHARED / "conformance" / "paimon" / "maxwell").rglob("*.txt"))
-    for i, path in enumerate(paimon):
-        lakehouse.ingest(paimon_messages(path), fmt="maxwell-json", topic=f"paimon.db{i}.t")
+    land_values(lakehouse, "maxwell-json", {f"paimon.db{i}.t": paimon_messages(path) for i, path in enumerate(paimon)})
 
     assert taken_by_jvm(lakehouse, "parse_maxwell", topic, MAXWELL_EDGES) == expected_taken(MAXWELL_EDGES)
     assert jvm_share(lakehouse, "parse_maxwell", "bench.%") == 1.0, "the bench's messages are all common"

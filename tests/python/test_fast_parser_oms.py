@@ -27,6 +27,7 @@ from fast_parser_check import (
     expected_taken,
     jvm_share,
     land_edges,
+    land_values,
     lines_of,
     taken_by_jvm,
 )
@@ -249,8 +250,7 @@ def test_oms_fast_parser_gives_the_sql_parsers_rows(lakehouse):
     shared = sorted(p for p in conformance.rglob("*")
                     if p.is_file() and "oms" in str(p.relative_to(conformance)).lower()
                     and p.suffix in (".txt", ".jsonl")) if conformance.is_dir() else []
-    for i, path in enumerate(shared):
-        lakehouse.ingest(lines_of(path), fmt="oms-json", topic=f"shared.oms{i}.t")
+    land_values(lakehouse, "oms-json", {f"shared.oms{i}.t": lines_of(path) for i, path in enumerate(shared)})
 
     assert taken_by_jvm(lakehouse, "parse_oms", topic, OMS_EDGES) == expected_taken(OMS_EDGES)
     assert jvm_share(lakehouse, "parse_oms", "bench.oms-json.%") == 1.0, "the bench's messages are all common"
