@@ -5,10 +5,10 @@ Both loaders (file dumps and the Kafka source) hand a DataFrame of raw records t
 ``bronze.kafka_records`` on (topic, partition, offset), inserting only what is not there yet.
 Re-landing a record therefore adds nothing, whichever loader lands it and however often. A
 batch of offsets bronze does not hold yet (the first batch of a new lakehouse, and the next
-batch of every steady feed) is appended instead, in a Delta transaction that a concurrent
-writer's commit makes fail (then it is MERGEd). Each commit names its batch (id, format,
-topics, ingestion time) in its user metadata, from which a build routes the records landed
-since its last run without reading them.
+batch of a feed of up to 32 topics) is appended instead, in a Delta transaction that a
+concurrent writer's commit makes fail (then it is MERGEd). Each commit names its batch (id,
+format, topics, ingestion time) in its user metadata, from which a build routes the records
+landed since its last run without reading them.
 """
 
 from __future__ import annotations
@@ -358,13 +358,12 @@ def _append_new(
 
     Bronze without a record in the batch's ranges cannot hold any offset of the batch, so the
     MERGE's anti join only costs time. That is the first batch of every new lakehouse, and
-    every later batch of a feed that lands each offset once (the next micro-batch of a Kafka
-    topic, the next dump of a kcat run). Twenty new records took 1.9-2.3 s to land with the
-    MERGE in a warm session and 1.3-1.5 s with the append (the look at bronze included), and
-    the first MERGE of a process costs more (Delta's MERGE and its join are code a cold JVM
-    compiles first): ``lakehouse ingest --from-file`` of eleven new records took 14.8-16.0 s
-    as a process, 13.9 s now. 1M records from the local broker took 13-16 s to MERGE into the
-    empty table and 10-11 s to append.
+    every later batch of a feed that lands each offset once (the next micro-batch of a few
+    Kafka topics, the next dump of a kcat run). The first MERGE of a process costs most
+    (Delta's MERGE and its join are code a cold JVM compiles first): ``lakehouse ingest
+    --from-file`` of eleven new records took 14.8-16.0 s as a process, 13.9 s appended; in a
+    warm session the look at bronze takes about what the append saves. 1M records from the
+    local broker took 13-16 s to MERGE into the empty table and 10-11 s to append.
 
     A plain append would be blind: two loaders landing the same offsets at once would both
     commit them. This one is a Delta transaction that reads the whole table
@@ -438,7 +437,9 @@ def _new_offsets_transaction(spark: SparkSession, ranges: list[OffsetRange]) -> 
     refuses the append for. An empty snapshot (its checksum, the .crc of its commit, counts no
     file) needs no look; otherwise one query over the files whose statistics overlap the
     ranges, as the MERGE's filter (:func:`range_filter`): for a batch of new offsets Delta skips
-    every file and reads none.
+    every file and reads none. A batch of more than :data:`MAX_TOPIC_RANGES` topics is looked
+    for by one offset range over all of them (as the MERGE's filter is), which the earlier
+    offsets of its topics mostly fall in: such a batch is MERGEd, as before this look.
     """
     jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     txn = jvm.io.delta.tables.DeltaTable.forName(spark._jsparkSession, TABLE).deltaLog().startTransaction()
