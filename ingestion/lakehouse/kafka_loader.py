@@ -12,9 +12,9 @@ Why exactly once holds even under SIGKILL at any moment:
 * The sink is a Delta MERGE on (topic, partition, offset) that only inserts missing keys, and a
   Delta commit is atomic. A batch whose MERGE had committed before the kill lands nothing the
   second time; one that had not lands everything. Nothing is written outside that commit. (A
-  batch whose offsets bronze holds none of, the usual next batch, is appended instead, by a
-  transaction that commits only if no other commit came after its look at bronze: a replay
-  finds its rows there and MERGEs.)
+  batch whose offsets bronze holds none of, the usual next batch of up to 32 topics, is
+  appended instead, by a transaction that commits only if no other commit came after its look
+  at bronze: a replay finds its rows there and MERGEs.)
 
 So a record is in bronze at most once (the MERGE key) and at least once (the replay). The
 checkpoint is per subscription, under ``$LAKEHOUSE_DIR/checkpoints/`` (:func:`checkpoint_name`).
