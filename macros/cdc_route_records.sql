@@ -80,3 +80,18 @@
     select {{ cdc_sql_string(pattern) }} as topic_pattern, {{ cdc_sql_string(format_id) }} as format
     {%- endfor %}
 {%- endmacro %}
+
+{% macro cdc_topic_format_patterns_version() -%}
+    {#- A string that changes whenever the patterns of cdc_topic_format_patterns may: the
+        checksum of the CSV the cdc_topic_formats seed table was loaded from (its table property
+        cdc.seed_checksum, cdc_seed_if_changed: the table, not the CSV, which a `dbt run` does
+        not load) with the var's patterns. None when the table does not say (not loaded by
+        dbt's seed): then nothing is taken as known. -#}
+    {%- set seed = ref('cdc_topic_formats') -%}
+    {%- set relation = adapter.get_relation(seed.database, seed.schema, seed.identifier) -%}
+    {%- set checksum = cdc_table_property(relation, 'cdc.seed_checksum') if relation is not none else none -%}
+    {%- if checksum is none or 'does not have property' in checksum -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {{ return(local_md5(checksum ~ '\n' ~ tojson(var('cdc_topic_formats', none) or {}))) }}
+{%- endmacro %}

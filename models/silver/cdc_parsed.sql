@@ -32,7 +32,9 @@
     reads it, not max(ingested_at) #}
 {#- and the bronze commit it read up to (a next run that finds it still bronze's newest has
     nothing new to read, and reads nothing) #}
-{%- do cdc_record_watermark(plan.up_to or plan.after, {'upstream': plan.upstream}) -%}
+{#- and what the topic patterns gave the topics it routed, which the next run reuses while the
+    patterns are the same (cdc_new_records) #}
+{%- do cdc_record_watermark(plan.up_to or plan.after, {'upstream': plan.upstream, 'seeded': plan.seeded}) -%}
 with new_records as (
 
     select * from {{ source('bronze', 'kafka_records') }}

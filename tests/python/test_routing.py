@@ -77,3 +77,44 @@ def test_records_that_another_writer_committed_to_bronze_are_routed_by_a_query(l
     assert ROUTING_QUERY in log
     assert _changes(lakehouse) == {("shop.orders", "debezium-json", "orders"): 2}
     assert lakehouse.rows("select * from silver.cdc_quarantine") == []
+
+
+# the query that matches the topic patterns against the topics the loader's commits name
+PATTERN_QUERY = "as seeded_format from (select explode(array("
+
+
+def _pattern_queries(log: str) -> list[str]:
+    """The statements of ``log`` that asked the topic patterns, each cut to its topics."""
+    return [part.split("))", 1)[0] for part in " ".join(log.split()).split(PATTERN_QUERY)[1:]]
+
+
+def test_a_topic_s_pattern_is_asked_once_while_the_patterns_stay_the_same(lakehouse, tmp_path):
+    # the parse's write records what the patterns gave its topics; a feed's next batch of the
+    # same topics is routed by that record, without asking Spark to match the patterns again
+    shop_debezium = {"^shop[.]": "debezium-json"}
+    lakehouse.ingest([DEBEZIUM.format(id=1, table="orders")], topic="shop.orders")
+    assert _pattern_queries(_build_log(lakehouse, tmp_path / "first", shop_debezium)) == ["'shop.orders'"]
+    lakehouse.ingest([DEBEZIUM.format(id=2, table="orders")], topic="shop.orders")
+    assert _pattern_queries(_build_log(lakehouse, tmp_path / "same", shop_debezium)) == []
+
+    # a topic new to the record: only it is asked
+    lakehouse.ingest([DEBEZIUM.format(id=3, table="orders")], topic="shop.orders")
+    lakehouse.ingest([DEBEZIUM.format(id=5, table="items")], topic="shop.items")
+    assert _pattern_queries(_build_log(lakehouse, tmp_path / "new-topic", shop_debezium)) == ["'shop.items'"]
+    assert _changes(lakehouse) == {
+        ("shop.orders", "debezium-json", "orders"): 3,
+        ("shop.items", "debezium-json", "items"): 1,
+    }
+
+    # other patterns (the var here; the seed's checksum counts too): asked again, and followed
+    lakehouse.ingest([DEBEZIUM.format(id=4, table="orders")], topic="shop.orders")
+    lakehouse.ingest([CANAL.format(id=6, table="items")], topic="shop.items")
+    items_canal = {**shop_debezium, "^shop[.]items$": "canal-json"}
+    queries = _pattern_queries(_build_log(lakehouse, tmp_path / "other-patterns", items_canal))
+    assert queries == ["'shop.items', 'shop.orders'"] or queries == ["'shop.orders', 'shop.items'"], queries
+    assert _changes(lakehouse) == {
+        ("shop.orders", "debezium-json", "orders"): 4,
+        ("shop.items", "debezium-json", "items"): 1,
+        ("shop.items", "canal-json", "items"): 1,
+    }
+    assert lakehouse.rows("select * from silver.cdc_quarantine") == []
