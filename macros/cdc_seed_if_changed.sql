@@ -1,10 +1,11 @@
 {#
-    Seeds are reloaded only when their CSV changed. dbt-spark drops, re-creates and refills a
-    seed table on every `dbt build` (three Delta commits per seed, seconds each on a small
-    machine, paid again by every incremental build). Here a loaded table remembers the
-    checksum of the file it was loaded from (table property cdc.seed_checksum); while the file
-    is unchanged the table is left as it is. `dbt seed --full-refresh` still reloads. A load
-    is one statement, one Delta commit: the table created from its rows, with the checksum.
+    Seeds are views of their rows, reloaded only when their CSV changed (the materialization
+    `seed` below). dbt-spark drops, re-creates and refills a seed table on every `dbt build`
+    (three Delta commits per seed, seconds each on a small machine, paid again by every
+    incremental build). Here a loaded seed remembers the checksum of the file it was loaded from
+    (property cdc.seed_checksum); while the file is unchanged the seed is left as it is. `dbt
+    seed --full-refresh` still reloads. A seed too long for a view is a Delta table, loaded in
+    one statement, one Delta commit: the table created from its rows, with the checksum.
 #}
 
 {% macro _cdc_seed_checksum(model) -%}
@@ -126,3 +127,96 @@
     {%- endif -%}
     {{ return(create) }}
 {% endmacro %}
+
+{% macro cdc_view_text_limit() -%}
+    {#- The longest view text the metastore keeps: Derby's Hive schema stores it in LONG VARCHAR,
+        at most 32,700 characters (with room to spare). Longer SQL goes into a Delta table. -#}
+    {{ return(30000) }}
+{%- endmacro %}
+
+{% macro _cdc_seed_select(columns, rows) -%}
+    {#- `select` of `rows` as literals, each column cast to its type once (`columns`:
+        _cdc_seed_columns). A cell is cast itself only when its literal is not already of its
+        column's kind (a number or a boolean in a column of another type): an inline table
+        gives a column of mixed literals one common type, which would turn 1 beside 2.5 into
+        1.0. With no rows, one row of nulls that nothing keeps gives the columns their types. -#}
+    select
+        {%- for name in columns.names %}
+        cast(c{{ loop.index0 }} as {{ columns.types[loop.index0] }}) as {{ name }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from values
+    {%- for row in (rows or [[none] * (columns.names | length)]) %}
+        ({%- for value in row -%}
+            {%- set literal = _cdc_seed_literal(value) -%}
+            {%- if value is none or (value is string and columns.types[loop.index0] == 'string') -%}
+                {{ literal }}
+            {%- else -%}
+                cast({{ literal }} as {{ columns.types[loop.index0] }})
+            {%- endif -%}
+            {%- if not loop.last %}, {% endif -%}
+        {%- endfor -%}){{ ',' if not loop.last }}
+    {%- endfor %}
+    as seed_rows ({% for name in columns.names %}c{{ loop.index0 }}{{ ', ' if not loop.last }}{% endfor %})
+    {%- if not rows %}
+    where false
+    {%- endif %}
+{%- endmacro %}
+
+{% materialization seed, adapter='spark' %}
+    {#-
+        A seed is a view of its rows: its CSV's cells as literals in the view's text, with the
+        checksum of the file (cdc.seed_checksum) among its properties. Its rows are a few
+        hundred at most, read by every parse and typed-column query: a Delta table costs a
+        write and a commit to load (four seeds: 3.6 s of a 4M first build's process) and a
+        snapshot to read; a view is one metastore entry, and Spark reads its rows from the plan.
+        While the checksum is the file's, the view is left as it is; `--full-refresh` creates
+        it again. A CSV whose view text would be longer than the metastore keeps
+        (cdc_view_text_limit) is loaded as a Delta table, as dbt-spark loads seeds (with this
+        project's literals and checksum: spark__reset_csv_table, spark__load_csv_rows).
+    -#}
+    {%- set full_refresh_mode = should_full_refresh() -%}
+    {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
+    {%- set agate_table = load_agate_table() -%}
+    {%- do store_result('agate_table', response='OK', agate_table=agate_table) -%}
+    {%- set rows_affected = agate_table.rows | length -%}
+    {%- set view_sql = _cdc_seed_select(_cdc_seed_columns(model, agate_table), agate_table.rows) -%}
+    {%- set as_view = (view_sql | length) <= cdc_view_text_limit() -%}
+
+    {{ run_hooks(pre_hooks, inside_transaction=False) }}
+    {{ run_hooks(pre_hooks, inside_transaction=True) }}
+
+    {%- if old_relation is not none and old_relation.is_view != as_view -%}
+        {#- a seed that changes kind (its CSV grew past the limit, or an earlier version's table) #}
+        {%- do adapter.drop_relation(old_relation) -%}
+        {%- set old_relation = none -%}
+    {%- endif -%}
+    {%- if as_view -%}
+        {%- set target_relation = this.incorporate(type='view') -%}
+        {%- if not full_refresh_mode and old_relation is not none
+            and cdc_table_property(old_relation, 'cdc.seed_checksum') == _cdc_seed_checksum(model) -%}
+            {%- set sql = '-- unchanged since it was loaded: ' ~ _cdc_seed_checksum(model) -%}
+        {%- else -%}
+            {%- set sql = 'create or replace view ' ~ target_relation ~ '\n' ~ _cdc_seed_checksum_clause(model)
+                ~ '\nas\n' ~ view_sql -%}
+            {%- do run_query(sql) -%}
+        {%- endif -%}
+    {%- else -%}
+        {%- set target_relation = this.incorporate(type='table') -%}
+        {%- set create_sql = reset_csv_table(model, full_refresh_mode, old_relation, agate_table)
+            if old_relation is not none else create_csv_table(model, agate_table) -%}
+        {%- set sql = get_csv_sql(create_sql, load_csv_rows(model, agate_table) if rows_affected > 0 else '') -%}
+    {%- endif -%}
+
+    {%- set code = 'CREATE' if full_refresh_mode else 'INSERT' -%}
+    {% call noop_statement('main', code ~ ' ' ~ rows_affected, code, rows_affected) %}
+        {{ sql }};
+    {% endcall %}
+
+    {% do persist_docs(target_relation, model) %}
+
+    {{ run_hooks(post_hooks, inside_transaction=True) }}
+    {{ adapter.commit() }}
+    {{ run_hooks(post_hooks, inside_transaction=False) }}
+
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

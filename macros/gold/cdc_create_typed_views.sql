@@ -213,7 +213,7 @@
         is too long for the metastore (Derby's Hive schema keeps view text in LONG VARCHAR, at
         most 32,700 characters, which a table of some 150 columns, or fewer with long decoding
         expressions, exceeds). A view's comment carries a digest of its definition. -#}
-    {%- set as_table = (select_sql | length) > 30000 -%}
+    {%- set as_table = (select_sql | length) > cdc_view_text_limit() -%}
     {%- set digest = 'definition ' ~ local_md5(select_sql)[:16] -%}
     {{ return({'name': name, 'select_sql': select_sql, 'comment': comment, 'as_table': as_table,
         'digest': digest, 'state': name ~ ' ' ~ ('table' if as_table else digest)}) }}
