@@ -83,9 +83,9 @@
 
 {% macro cdc_topic_format_patterns_version() -%}
     {#- A string that changes whenever the patterns of cdc_topic_format_patterns may: the
-        checksum of the CSV the cdc_topic_formats seed table was loaded from (its table property
-        cdc.seed_checksum, cdc_seed_if_changed: the table, not the CSV, which a `dbt run` does
-        not load) with the var's patterns. None when the table does not say (not loaded by
+        checksum of the CSV the cdc_topic_formats seed was loaded from (its property
+        cdc.seed_checksum, cdc_seed_if_changed: the loaded seed's, not the CSV's, which a `dbt run`
+        does not load) with the var's patterns. None when the table does not say (not loaded by
         dbt's seed): then nothing is taken as known. -#}
     {%- set seed = ref('cdc_topic_formats') -%}
     {%- set relation = adapter.get_relation(seed.database, seed.schema, seed.identifier) -%}
