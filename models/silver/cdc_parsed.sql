@@ -34,7 +34,11 @@
     nothing new to read, and reads nothing) #}
 {#- and what the topic patterns gave the topics it routed, which the next run reuses while the
     patterns are the same (cdc_new_records) #}
-{%- do cdc_record_watermark(plan.up_to or plan.after, {'upstream': plan.upstream, 'seeded': plan.seeded}) -%}
+{%- set consumed = {'upstream': plan.upstream} -%}
+{%- if plan.seeded is not none -%}
+    {%- do consumed.update({'seeded': plan.seeded}) -%}
+{%- endif -%}
+{%- do cdc_record_watermark(plan.up_to or plan.after, consumed) -%}
 with new_records as (
 
     select * from {{ source('bronze', 'kafka_records') }}
