@@ -15,7 +15,9 @@
 {%- endmacro %}
 
 {% macro _cdc_seed_is_loaded(model, relation) -%}
-    {%- if relation is none or not relation.is_table -%}
+    {#- whether `relation` (a view or a table: the materialization drops a seed of the wrong
+        kind first) holds the rows of the model's CSV as it is now -#}
+    {%- if relation is none -%}
         {{ return(false) }}
     {%- endif -%}
     {{ return(cdc_table_property(relation, 'cdc.seed_checksum') == _cdc_seed_checksum(model)) }}
@@ -61,18 +63,6 @@
     {{ return(sql) }}
 {% endmacro %}
 
-{% macro _cdc_seed_values(rows, types) -%}
-    {#- `values (...), ...` of the rows, each cell cast to its column's type -#}
-    values
-    {% for row in rows -%}
-        ({%- for value in row -%}
-            cast({{ _cdc_seed_literal(value) }} as {{ types[loop.index0] }})
-            {%- if not loop.last %},{% endif -%}
-        {%- endfor -%})
-        {%- if not loop.last %},{% endif %}
-    {%- endfor %}
-{%- endmacro %}
-
 {% macro _cdc_seed_columns(model, agate_table) -%}
     {#- the seed's columns as {'names': [...], 'types': [...]}: dbt's quoting and types -#}
     {%- set column_override = model['config'].get('column_types', {}) -%}
@@ -90,8 +80,8 @@
 {%- endmacro %}
 
 {% macro _cdc_seed_create(model, columns, rows, with_checksum=true) -%}
-    {#- `create table ... as select` of `rows` (`columns`: _cdc_seed_columns); with no rows,
-        one row of nulls that nothing keeps gives the columns their types -#}
+    {#- `create table ... as select` of `rows` (`columns`: _cdc_seed_columns), typed as a
+        view's rows are (_cdc_seed_select) -#}
     create table {{ this.render() }}
     {{ file_format_clause() }}
     {{ partition_cols(label="partitioned by") }}
@@ -101,11 +91,7 @@
     {%- if with_checksum %}
     {{ _cdc_seed_checksum_clause(model) }}
     {%- endif %}
-    as select * from {{ _cdc_seed_values(rows or [[none] * (columns.names | length)], columns.types) }}
-        as seed_rows ({{ columns.names | join(', ') }})
-    {%- if not rows %}
-    where false
-    {%- endif %}
+    as {{ _cdc_seed_select(columns, rows) }}
 {%- endmacro %}
 
 {% macro spark__load_csv_rows(model, agate_table) %}
@@ -119,7 +105,7 @@
     {%- set create = _cdc_seed_create(model, columns, chunks[0], with_checksum=chunks | length == 1) -%}
     {%- do adapter.add_query(create, abridge_sql_log=True) -%}
     {%- for chunk in chunks[1:] -%}
-        {%- do adapter.add_query('insert into ' ~ this.render() ~ ' ' ~ _cdc_seed_values(chunk, columns.types),
+        {%- do adapter.add_query('insert into ' ~ this.render() ~ ' ' ~ _cdc_seed_select(columns, chunk),
             abridge_sql_log=True) -%}
     {%- endfor -%}
     {%- if chunks | length > 1 -%}
@@ -192,8 +178,7 @@
     {%- endif -%}
     {%- if as_view -%}
         {%- set target_relation = this.incorporate(type='view') -%}
-        {%- if not full_refresh_mode and old_relation is not none
-            and cdc_table_property(old_relation, 'cdc.seed_checksum') == _cdc_seed_checksum(model) -%}
+        {%- if not full_refresh_mode and _cdc_seed_is_loaded(model, old_relation) -%}
             {%- set sql = '-- unchanged since it was loaded: ' ~ _cdc_seed_checksum(model) -%}
         {%- else -%}
             {%- set sql = 'create or replace view ' ~ target_relation ~ '\n' ~ _cdc_seed_checksum_clause(model)

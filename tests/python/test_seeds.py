@@ -18,15 +18,15 @@ from conftest import PROJECT, copy_project
 CHECKSUM = "cdc.seed_checksum"
 
 
+def _described(lakehouse, table: str) -> dict[str, str]:
+    """``describe table extended``'s rows as {name: value} (Type, Created Time, ...)."""
+    return {r["col_name"]: r["data_type"] for r in lakehouse.rows(f"describe table extended {table}")}
+
+
 def _kind_and_checksum(lakehouse, table: str) -> tuple[str, str]:
     """(VIEW or MANAGED, the seed's checksum property) of ``table``."""
-    info = {r["col_name"]: r["data_type"] for r in lakehouse.rows(f"describe table extended {table}")}
     checksum = lakehouse.rows(f"show tblproperties {table} ('{CHECKSUM}')")[0]["value"]
-    return info["Type"], checksum
-
-
-def _created(lakehouse, table: str) -> str:
-    return {r["col_name"]: r["data_type"] for r in lakehouse.rows(f"describe table extended {table}")}["Created Time"]
+    return _described(lakehouse, table)["Type"], checksum
 
 
 def _csv_rows(name: str) -> list[tuple]:
@@ -79,10 +79,10 @@ def test_a_seed_is_loaded_again_only_when_its_csv_changed_and_too_long_a_one_is_
     table = "cdc_config.cdc_key_overrides"
     try:
         lakehouse.dbt("seed", "--select", "cdc_key_overrides", "--full-refresh", project=project)
-        created = _created(lakehouse, table)
+        created = _described(lakehouse, table)["Created Time"]
         # unchanged: left as it is (not created again)
         lakehouse.dbt("seed", "--select", "cdc_key_overrides", project=project)
-        assert _created(lakehouse, table) == created
+        assert _described(lakehouse, table)["Created Time"] == created
 
         # 2,000 rows: longer than a view's text may be, so a Delta table, in one commit
         header = shipped.splitlines()[0]
@@ -94,6 +94,18 @@ def test_a_seed_is_loaded_again_only_when_its_csv_changed_and_too_long_a_one_is_
         assert [h["operation"] for h in lakehouse.rows(f"describe history {table}")] == ["CREATE TABLE AS SELECT"]
         assert lakehouse.rows(f"select count(*) as n, count(distinct key_columns) as k from {table}") == [
             {"n": 2000, "k": 2000}]
+
+        # more rows than dbt's batch (500 here): created with the first 500, the rest inserted,
+        # and the checksum set after the last insert
+        (project / "macros" / "small_seed_batches.sql").write_text(
+            "{% macro spark__get_batch_size() %}{{ return(500) }}{% endmacro %}\n", encoding="utf-8")
+        overrides.write_text("\n".join([header, *rows, "db_last,table_last,id"]) + "\n", encoding="utf-8")
+        lakehouse.dbt("seed", "--select", "cdc_key_overrides", project=project)
+        assert [h["operation"] for h in lakehouse.rows(f"describe history {table}")][::-1] == [
+            "CREATE TABLE AS SELECT", "WRITE", "WRITE", "WRITE", "WRITE", "SET TBLPROPERTIES"]
+        assert _kind_and_checksum(lakehouse, table)[1] != checksum
+        assert lakehouse.rows(f"select count(*) as n, max_by(key_columns, source_table) as last from {table}") == [
+            {"n": 2001, "last": "id"}]
 
         # back to the shipped rows: a view again
         overrides.write_text(shipped, encoding="utf-8")
