@@ -16,11 +16,9 @@
 
 {% macro _cdc_seed_is_loaded(model, relation) -%}
     {#- whether `relation` (a view or a table: the materialization drops a seed of the wrong
-        kind first) holds the rows of the model's CSV as it is now -#}
-    {%- if relation is none -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {{ return(cdc_table_property(relation, 'cdc.seed_checksum') == _cdc_seed_checksum(model)) }}
+        kind first) holds the rows of the model's CSV as it is now; a view's checksum is read
+        from dbt's listing, without a query -#}
+    {{ return(cdc_relation_has_property(relation, 'cdc.seed_checksum', _cdc_seed_checksum(model))) }}
 {%- endmacro %}
 
 {% macro _cdc_seed_literal(value) -%}
