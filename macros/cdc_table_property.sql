@@ -5,3 +5,17 @@
     {%- set rows = run_query('show tblproperties ' ~ relation ~ ' (' ~ cdc_sql_string(name) ~ ')').rows -%}
     {{ return(rows[0][-1] if rows | length > 0 else none) }}
 {%- endmacro %}
+
+{% macro cdc_database_property(database, name) -%}
+    {#- The value of database property `name` of `database` (`describe database extended`: a
+        metastore entry, no Delta commit), none when it has none. Values are expected without
+        parentheses or commas: digests. -#}
+    {%- for row in run_query('describe database extended ' ~ database).rows -%}
+        {%- set found = modules.re.search('[(]' ~ modules.re.escape(name) ~ ',([^),]*)[)]', row[1] or '')
+            if row[0] == 'Properties' else none -%}
+        {%- if found -%}
+            {{ return(found.group(1)) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{%- endmacro %}

@@ -222,14 +222,7 @@
 {% macro cdc_typed_views_state() -%}
     {#- What the last build that created the typed views recorded of their definitions (gold's
         database property cdc.typed_views); none when it recorded nothing. -#}
-    {%- for row in run_query('describe database extended gold').rows -%}
-        {%- set found = modules.re.search('[(]cdc[.]typed_views,([0-9a-f]+)[)]', row[1] or '')
-            if row[0] == 'Properties' else none -%}
-        {%- if found -%}
-            {{ return(found.group(1)) }}
-        {%- endif -%}
-    {%- endfor -%}
-    {{ return(none) }}
+    {{ return(cdc_database_property('gold', 'cdc.typed_views')) }}
 {%- endmacro %}
 
 {% macro cdc_typed_relations(names) -%}

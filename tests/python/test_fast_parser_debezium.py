@@ -124,7 +124,7 @@ def test_common_messages_alone_compile_no_sql_parser(lakehouse):
     assert {r["record_kind"] for r in kinds} == {"change", "control"}
 
 
-def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lakehouse):
+def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lakehouse, tmp_path):
     # The messages the fast parser leaves get placeholder rows in silver's write; its post-hook
     # swaps in the SQL parser's rows with one MERGE, whose commit carries the run's watermark
     # (the next build reads it from the log). A placeholder that a build stopped before its
@@ -163,12 +163,29 @@ def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lake
             quarantine_reason = 'left to the SQL parser: the fast parser stopped here'
         where kafka_topic = '{topic}' and kafka_offset = {offset}""")
     assert len(lakehouse.rows(placeholders)) == 1
-    lakehouse.build("--select", "cdc_parsed", tests=False)
+    assert LOOK in _parse_log(lakehouse, tmp_path / "heal")
     assert lakehouse.rows(placeholders) == []
     assert lakehouse.rows(row_of) == parsed
     healed = lakehouse.rows(f"select record_id from silver.cdc_parsed "
                             f"where kafka_topic = '{topic}' and kafka_offset = {offset}")
     assert healed == [{"record_id": f"{topic}:0:{offset}:0"}]
+
+    # the run that took them recorded silver's newest commit (a metastore property): a build
+    # with nothing new does not look for placeholders at all, and one after a commit to
+    # silver looks again
+    assert LOOK not in _parse_log(lakehouse, tmp_path / "idle")
+    lakehouse.spark.sql(f"update silver.cdc_parsed set batch_id = batch_id where kafka_topic = '{topic}'")
+    assert LOOK in _parse_log(lakehouse, tmp_path / "after-a-commit")
+
+
+#: the post-hook's look for placeholders (cdc_parse_leftovers), as dbt's log shows it
+LOOK = "cast(min(ingested_at) as string) as first_ingested"
+
+
+def _parse_log(lakehouse, log_dir) -> str:
+    """``dbt run`` of silver.cdc_parsed; its debug log."""
+    lakehouse.build("--select", "cdc_parsed", "--log-path", str(log_dir), tests=False)
+    return (log_dir / "dbt.log").read_text(encoding="utf-8")
 
 
 def test_values_that_are_not_utf8_are_quarantined_in_every_branch(lakehouse):
