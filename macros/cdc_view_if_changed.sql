@@ -3,8 +3,9 @@
     only when their SQL changed (the materialization `view` below). dbt-spark replaces every view
     at every build: eight metastore writes, 1.5-2 s of a build with nothing new, for views whose
     text is the same. A view here remembers a digest of the statement that created it (property
-    cdc.sql_digest), which dbt's listing of the schema at the start of the run already shows:
-    an unchanged view costs no statement at all. `--full-refresh` creates it anyway.
+    cdc.sql_digest; its SQL, comments and the form of the statement), which dbt's listing of
+    the schema at the start of the run already shows: an unchanged view costs no statement at
+    all. `--full-refresh` creates it anyway. persist_docs works as with dbt-spark's views.
 
     A view is created WITH SCHEMA EVOLUTION: its columns follow the tables it reads, so a view
     left as it is still shows a column that an upgrade added to a table below it (with the
@@ -39,8 +40,16 @@
     {%- set target_relation = this.incorporate(type='view') -%}
     {%- set existing = load_cached_relation(this) -%}
     {%- set grant_config = config.get('grants') -%}
-    {%- set comment = comment_clause() -%}
-    {%- set digest = local_md5(comment ~ '\n' ~ sql) -%}
+    {#- as dbt-spark's view: column comments when persist_docs asks for them (their names read
+        from the query), the model's description as the view's comment -#}
+    {%- set definition -%}
+        {%- if config.persist_column_docs() %}
+            ({{ get_persist_docs_column_list(model.columns, get_columns_in_query(sql)) }})
+        {%- endif %}
+            with schema evolution
+            {{ comment_clause() }}
+    {%- endset -%}
+    {%- set digest = local_md5(definition ~ '\nas\n' ~ sql) -%}
     {%- set unchanged = existing is not none and existing.is_view and not should_full_refresh()
         and cdc_relation_has_property(existing, 'cdc.sql_digest', digest) -%}
 
@@ -57,8 +66,7 @@
     {%- else -%}
         {% call statement('main') -%}
             create or replace view {{ target_relation }}
-            with schema evolution
-            {{ comment }}
+            {{ definition }}
             tblproperties ('cdc.sql_digest' = '{{ digest }}')
             as
             {{ sql }}

@@ -70,3 +70,35 @@ def test_a_view_left_as_it_is_shows_a_column_added_below_it(lakehouse, tmp_path)
     finally:
         lakehouse.spark.sql("drop view if exists silver.all_parsed")
         lakehouse.spark.sql("drop table if exists silver.cdc_parsed")
+
+
+def test_persist_docs_comments_a_view_and_its_columns(lakehouse, tmp_path) -> None:
+    # as with dbt-spark's views: the model's description is the view's comment and, with
+    # `columns: true`, each documented column's description its comment; a changed description
+    # creates the view again
+    lakehouse.ingest([CHANGE], fmt="debezium-json", topic="shop.items")
+    project = copy_project(tmp_path / "project")
+    model = project / "models" / "silver" / "cdc_quarantine.sql"
+    model.write_text("{{ config(persist_docs={'relation': true, 'columns': true}) }}\n"
+                     + model.read_text(encoding="utf-8"), encoding="utf-8")
+    lakehouse.dbt("build", "--select", "+cdc_quarantine", "--exclude", "resource_type:test", project=project)
+
+    def comments() -> dict[str, str]:
+        rows = lakehouse.rows("describe table extended silver.cdc_quarantine")
+        return {r["col_name"]: r["comment"] if r["col_name"] != "Comment" else r["data_type"] for r in rows}
+
+    described = comments()
+    assert described["Comment"].startswith("One row per bronze record that could not be understood")
+    assert described["reason"].startswith("Why the record could not be understood")
+
+    log = tmp_path / "same"
+    lakehouse.dbt("run", "--select", "cdc_quarantine", "--log-path", str(log), project=project)
+    assert "create or replace view silver.cdc_quarantine" not in (log / "dbt.log").read_text(encoding="utf-8")
+
+    docs = project / "models" / "silver" / "_silver__models.yml"
+    reworded = docs.read_text(encoding="utf-8").replace(
+        "description: Why the record could not be understood",
+        "description: Why, in words, the record could not be understood")
+    docs.write_text(reworded, encoding="utf-8")
+    lakehouse.dbt("run", "--select", "cdc_quarantine", project=project)
+    assert comments()["reason"].startswith("Why, in words, the record could not be understood")
