@@ -12,30 +12,6 @@
     default binding, Spark would keep the columns the view had when it was created).
 #}
 
-{% macro cdc_relation_has_property(relation, name, value) -%}
-    {#- Whether `relation` (dbt's relation, none when absent) has table property `name` equal to
-        `value`. A view's entry in dbt's cache holds its `show table extended` listing, which
-        shows its properties ("Table Properties: [k=v, ...]"): read there, without a query.
-        Else (a Delta table's listing shows none, a relation created in this run has no
-        listing) asked: cdc_table_property. -#}
-    {%- if relation is none -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {%- set listing = relation.information or '' -%}
-    {%- if 'Table Properties: [' in listing -%}
-        {%- set shown = name ~ '=' ~ value -%}
-        {%- for before in ['[', ', '] -%}
-            {%- for after in [',', ']'] -%}
-                {%- if (before ~ shown ~ after) in listing -%}
-                    {{ return(true) }}
-                {%- endif -%}
-            {%- endfor -%}
-        {%- endfor -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {{ return(cdc_table_property(relation, name) == value) }}
-{%- endmacro %}
-
 {% materialization view, adapter='spark' -%}
     {%- set target_relation = this.incorporate(type='view') -%}
     {%- set existing = load_cached_relation(this) -%}

@@ -140,6 +140,10 @@ class InProcessLakehouse:
         """The query's rows as dicts."""
         return [r.asDict(recursive=True) for r in self.spark.sql(query).collect()]
 
+    def described(self, table: str) -> dict[str, str]:
+        """``describe table extended``'s rows as {name: value} (Type, Created Time, View Schema Mode, ...)."""
+        return {r["col_name"]: r["data_type"] for r in self.rows(f"describe table extended {table}")}
+
     def built_plan(self, layer: str, model: str) -> str:
         """Spark's physical plan of the query the last build compiled for ``models/<layer>/<model>``."""
         compiled = DBT_TARGET / "compiled" / "cdc_lakehouse" / "models" / layer / f"{model}.sql"

@@ -18,15 +18,10 @@ from conftest import PROJECT, copy_project
 CHECKSUM = "cdc.seed_checksum"
 
 
-def _described(lakehouse, table: str) -> dict[str, str]:
-    """``describe table extended``'s rows as {name: value} (Type, Created Time, ...)."""
-    return {r["col_name"]: r["data_type"] for r in lakehouse.rows(f"describe table extended {table}")}
-
-
 def _kind_and_checksum(lakehouse, table: str) -> tuple[str, str]:
     """(VIEW or MANAGED, the seed's checksum property) of ``table``."""
     checksum = lakehouse.rows(f"show tblproperties {table} ('{CHECKSUM}')")[0]["value"]
-    return _described(lakehouse, table)["Type"], checksum
+    return lakehouse.described(table)["Type"], checksum
 
 
 def _csv_rows(name: str) -> list[tuple]:
@@ -79,10 +74,10 @@ def test_a_seed_is_loaded_again_only_when_its_csv_changed_and_too_long_a_one_is_
     table = "cdc_config.cdc_key_overrides"
     try:
         lakehouse.dbt("seed", "--select", "cdc_key_overrides", "--full-refresh", project=project)
-        created = _described(lakehouse, table)["Created Time"]
+        created = lakehouse.described(table)["Created Time"]
         # unchanged: left as it is (not created again)
         lakehouse.dbt("seed", "--select", "cdc_key_overrides", project=project)
-        assert _described(lakehouse, table)["Created Time"] == created
+        assert lakehouse.described(table)["Created Time"] == created
 
         # 2,000 rows: longer than a view's text may be, so a Delta table, in one commit
         header = shipped.splitlines()[0]
