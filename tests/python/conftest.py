@@ -116,6 +116,15 @@ class InProcessLakehouse:
         self.dbt(*command, *args, project=project)
         self._seeded = self._seeded or "--select" not in args
 
+    def logged_build(self, log_dir: Path, *args: str, project: Path = PROJECT) -> str:
+        """``build(*args, tests=False)`` with dbt's debug log kept apart in ``log_dir``: its text.
+
+        The log holds every statement the build sent, so a test can check what a build ran and
+        what it left out. Whitespace is folded, so a statement reads as one line.
+        """
+        self.build(*args, "--log-path", str(log_dir), tests=False, project=project)
+        return " ".join((log_dir / "dbt.log").read_text(encoding="utf-8").split())
+
     def dbt(self, *args: str, project: Path = PROJECT) -> None:
         """Any dbt command in-process, against ``project``; fails the test when a node fails.
 

@@ -163,7 +163,7 @@ def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lake
             quarantine_reason = 'left to the SQL parser: the fast parser stopped here'
         where kafka_topic = '{topic}' and kafka_offset = {offset}""")
     assert len(lakehouse.rows(placeholders)) == 1
-    assert LOOK in _parse_log(lakehouse, tmp_path / "heal")
+    assert LOOK in lakehouse.logged_build(tmp_path / "heal", "--select", "cdc_parsed")
     assert lakehouse.rows(placeholders) == []
     assert lakehouse.rows(row_of) == parsed
     healed = lakehouse.rows(f"select record_id from silver.cdc_parsed "
@@ -173,19 +173,13 @@ def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lake
     # the run that took them recorded silver's newest commit (a metastore property): a build
     # with nothing new does not look for placeholders at all, and one after a commit to
     # silver looks again
-    assert LOOK not in _parse_log(lakehouse, tmp_path / "idle")
+    assert LOOK not in lakehouse.logged_build(tmp_path / "idle", "--select", "cdc_parsed")
     lakehouse.spark.sql(f"update silver.cdc_parsed set batch_id = batch_id where kafka_topic = '{topic}'")
-    assert LOOK in _parse_log(lakehouse, tmp_path / "after-a-commit")
+    assert LOOK in lakehouse.logged_build(tmp_path / "after-a-commit", "--select", "cdc_parsed")
 
 
 #: the post-hook's look for placeholders (cdc_parse_leftovers), as dbt's log shows it
 LOOK = "cast(min(ingested_at) as string) as first_ingested"
-
-
-def _parse_log(lakehouse, log_dir) -> str:
-    """``dbt run`` of silver.cdc_parsed; its debug log."""
-    lakehouse.build("--select", "cdc_parsed", "--log-path", str(log_dir), tests=False)
-    return (log_dir / "dbt.log").read_text(encoding="utf-8")
 
 
 def test_values_that_are_not_utf8_are_quarantined_in_every_branch(lakehouse):

@@ -9,8 +9,6 @@ over the records; the gold tables find out by their queries."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from cdc_messages import DebeziumTable
 
 WRITTEN = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
@@ -24,12 +22,6 @@ def _newest_versions(lakehouse) -> dict[str, int]:
     return {t: lakehouse.rows(f"describe history {t} limit 1")[0]["version"] for t in WRITTEN}
 
 
-def _build_log(lakehouse, log_dir: Path) -> str:
-    """``dbt run`` of every model, its debug log (every statement it ran) kept apart in ``log_dir``."""
-    lakehouse.build("--log-path", str(log_dir), tests=False)
-    return (log_dir / "dbt.log").read_text(encoding="utf-8")
-
-
 def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, tmp_path):
     t = DebeziumTable("dbserver1", "inventory", "quiet", ["id"])
     rows = [{"id": i, "v": "a"} for i in (1, 2, 3)]
@@ -40,7 +32,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     assert len(state) == 3
 
     # nothing landed: no query over bronze's records or silver's changes, no write, no commit
-    log = _build_log(lakehouse, tmp_path / "quiet")
+    log = lakehouse.logged_build(tmp_path / "quiet")
     assert ROUTING_QUERY not in log and COUNT_QUERY not in log
     for table in WRITTEN:
         assert f"select 'nothing new for {table}' as skipped_write" in log, table
@@ -51,7 +43,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     # a commit to bronze that lands no record: bronze's log says so (no routing query), and
     # still nothing is written
     lakehouse.spark.sql("alter table bronze.kafka_records set tblproperties ('cdc_lakehouse.test' = 'yes')")
-    log = _build_log(lakehouse, tmp_path / "altered")
+    log = lakehouse.logged_build(tmp_path / "altered")
     assert "describe history bronze.kafka_records limit 2" in log
     assert ROUTING_QUERY not in log
     assert "select 'nothing new for silver.cdc_parsed' as skipped_write" in log
@@ -61,7 +53,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     # the loader's commit named its topic and format, so the parse routes it without a query
     lakehouse.ingest(t.envelopes([t.update(rows[0], {"id": 1, "v": "b", "w": 7})], first_offset=3),
                      fmt="debezium-json")
-    log = _build_log(lakehouse, tmp_path / "landed")
+    log = lakehouse.logged_build(tmp_path / "landed")
     assert ROUTING_QUERY not in log and COUNT_QUERY in log
     assert "insert into table silver.cdc_parsed" in log
     after = _newest_versions(lakehouse)
@@ -71,6 +63,6 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     assert sorted(r["column_name"] for r in columns) == ["id", "v", "w"]
 
     # and the build after that has nothing new again
-    log = _build_log(lakehouse, tmp_path / "quiet-again")
+    log = lakehouse.logged_build(tmp_path / "quiet-again")
     assert ROUTING_QUERY not in log and COUNT_QUERY not in log
     assert _newest_versions(lakehouse) == after

@@ -23,9 +23,8 @@ ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
 
 
 def _build_log(lakehouse, log_dir: Path, patterns: dict[str, str]) -> str:
-    """``dbt run`` of every model with ``patterns`` as the cdc_topic_formats var; its debug log."""
-    lakehouse.build("--vars", json.dumps({"cdc_topic_formats": patterns}), "--log-path", str(log_dir), tests=False)
-    return (log_dir / "dbt.log").read_text(encoding="utf-8")
+    """A build of every model with ``patterns`` as the cdc_topic_formats var; its debug log."""
+    return lakehouse.logged_build(log_dir, "--vars", json.dumps({"cdc_topic_formats": patterns}))
 
 
 def _changes(lakehouse) -> dict[tuple[str, str, str], int]:
@@ -85,7 +84,7 @@ PATTERN_QUERY = "as seeded_format from (select explode(array("
 
 def _pattern_queries(log: str) -> list[str]:
     """The statements of ``log`` that asked the topic patterns, each cut to its topics."""
-    return [part.split("))", 1)[0] for part in " ".join(log.split()).split(PATTERN_QUERY)[1:]]
+    return [part.split("))", 1)[0] for part in log.split(PATTERN_QUERY)[1:]]
 
 
 def test_a_topic_s_pattern_is_asked_once_while_the_patterns_stay_the_same(lakehouse, tmp_path):

@@ -8,21 +8,12 @@ SCHEMA EVOLUTION), so one left as it is still shows a column added to its table.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from conftest import copy_project
 
 DIGEST = "cdc.sql_digest"
 CHANGE = ('{"before":null,"after":{"id":1,"name":"a"},"source":{"db":"shop","table":"items",'
           '"ts_ms":1700000000000,"file":"binlog.000001","pos":1},"op":"c","ts_ms":1700000000000}')
 CREATE = "create or replace view silver.cdc_changes"
-
-
-def _run_log(lakehouse, log_dir: Path, model: str, *args: str, project=None) -> str:
-    """``dbt run`` of ``model`` with ``args``; its debug log, whitespace folded."""
-    extra = {"project": project} if project is not None else {}
-    lakehouse.dbt("run", "--select", model, "--log-path", str(log_dir), *args, **extra)
-    return " ".join((log_dir / "dbt.log").read_text(encoding="utf-8").split())
 
 
 def _digest(lakehouse, view: str) -> str:
@@ -38,17 +29,17 @@ def test_a_view_is_created_again_only_when_its_sql_changed(lakehouse, tmp_path) 
     assert len(digest) == 32, digest
 
     # the same SQL: no statement at all for the view
-    assert CREATE not in _run_log(lakehouse, tmp_path / "same", "cdc_changes")
+    assert CREATE not in lakehouse.logged_build(tmp_path / "same", "--select", "cdc_changes")
     assert _digest(lakehouse, "silver.cdc_changes") == digest
     # --full-refresh creates it anyway
-    assert CREATE in _run_log(lakehouse, tmp_path / "refresh", "cdc_changes", "--full-refresh")
+    assert CREATE in lakehouse.logged_build(tmp_path / "refresh", "--select", "cdc_changes", "--full-refresh")
 
     # other SQL (a project that changed the model): created again, with its new digest
     project = copy_project(tmp_path / "project")
     model = project / "models" / "silver" / "cdc_changes.sql"
     model.write_text(model.read_text(encoding="utf-8").replace("select * from final", "select * from final where true"),
                      encoding="utf-8")
-    assert CREATE in _run_log(lakehouse, tmp_path / "changed", "cdc_changes", project=project)
+    assert CREATE in lakehouse.logged_build(tmp_path / "changed", "--select", "cdc_changes", project=project)
     assert _digest(lakehouse, "silver.cdc_changes") not in (digest, "")
 
 
@@ -62,7 +53,7 @@ def test_a_view_left_as_it_is_shows_a_column_added_below_it(lakehouse, tmp_path)
     before = lakehouse.spark.table("silver.all_parsed").columns
     lakehouse.spark.sql("alter table silver.cdc_parsed add columns (added_by_an_upgrade string)")
     try:
-        log = _run_log(lakehouse, tmp_path / "again", "all_parsed", project=project)
+        log = lakehouse.logged_build(tmp_path / "again", "--select", "all_parsed", project=project)
         assert "create or replace view silver.all_parsed" not in log
         # the build sent no statement for the view, and it shows the new column
         assert lakehouse.spark.table("silver.all_parsed").columns == [*before, "added_by_an_upgrade"]
@@ -90,7 +81,7 @@ def test_persist_docs_comments_a_view_and_its_columns(lakehouse, tmp_path) -> No
     assert described["Comment"].startswith("One row per bronze record that could not be understood")
     assert described["reason"].startswith("Why the record could not be understood")
 
-    log = _run_log(lakehouse, tmp_path / "same", "cdc_quarantine", project=project)
+    log = lakehouse.logged_build(tmp_path / "same", "--select", "cdc_quarantine", project=project)
     assert "create or replace view silver.cdc_quarantine" not in log
 
     docs = project / "models" / "silver" / "_silver__models.yml"
