@@ -107,7 +107,9 @@
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set relations = [] -%}
     {%- set tables = {} -%}
-    {%- for spec in cdc_typed_column_specs() -%}
+    {#- the specs the model's compile read (cdc_hand_over), else read here -#}
+    {%- set handed = cdc_handed('typed_column_specs') -%}
+    {%- for spec in (handed if handed is not none else cdc_typed_column_specs()) -%}
         {%- do tables.setdefault((spec.source_database, spec.source_schema, spec.source_table), []).append(spec) -%}
     {%- endfor -%}
     {%- for key, specs in tables.items() -%}

@@ -19,6 +19,8 @@
 ) }}
 
 {%- set specs = cdc_typed_column_specs() %}
+{#- the post-hook that creates the views takes the same specs, without asking again #}
+{%- do cdc_hand_over('typed_column_specs', specs) %}
 
 with typed_columns as (
 

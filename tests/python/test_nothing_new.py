@@ -16,6 +16,9 @@ WRITTEN = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
 # changes, and silver's routing query over bronze's new records when bronze's log cannot tell
 ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
 COUNT_QUERY = "count_if(op = 't') as truncations"
+# the typed columns' spec query: the model reads the specs, and its post-hook, which creates the
+# typed views, takes them from the model (macros/cdc_hand_over.sql) instead of asking again
+SPEC_QUERY = "from gold.cdc_table_columns as c left join cdc_config.cdc_column_type_overrides as o"
 
 
 def _newest_versions(lakehouse) -> dict[str, int]:
@@ -37,6 +40,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     for table in WRITTEN:
         assert f"select 'nothing new for {table}' as skipped_write" in log, table
     assert "insert into table silver.cdc_parsed" not in log and "merge into gold." not in log
+    assert log.count(SPEC_QUERY) == 1
     assert _newest_versions(lakehouse) == built
     assert lakehouse.current_state("quiet") == state
 
@@ -56,6 +60,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     log = lakehouse.logged_build(tmp_path / "landed")
     assert ROUTING_QUERY not in log and COUNT_QUERY in log
     assert "insert into table silver.cdc_parsed" in log
+    assert log.count(SPEC_QUERY) == 1
     after = _newest_versions(lakehouse)
     assert all(after[table] > built[table] for table in WRITTEN), (built, after)
     assert lakehouse.current_state("quiet")[("quiet", '{"id":1}')] == {"id": "1", "v": "b", "w": "7"}
