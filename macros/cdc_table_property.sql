@@ -7,17 +7,21 @@
 {%- endmacro %}
 
 {% macro cdc_database_property(database, name) -%}
-    {#- The value of database property `name` of `database` (`describe database extended`: a
-        metastore entry, no Delta commit), none when it has none. Values are expected without
-        parentheses or commas: digests. -#}
-    {%- for row in run_query('describe database extended ' ~ database).rows -%}
-        {%- set found = modules.re.search('[(]' ~ modules.re.escape(name) ~ ',([^),]*)[)]', row[1] or '')
-            if row[0] == 'Properties' else none -%}
-        {%- if found -%}
-            {{ return(found.group(1)) }}
-        {%- endif -%}
+    {#- The value of database property `name` of `database`, none when it has none
+        (cdc_database_properties). -#}
+    {{ return(cdc_database_properties(database).get(name)) }}
+{%- endmacro %}
+
+{% macro cdc_database_properties(database) -%}
+    {#- The properties of `database` as a mapping (`describe database extended`: a metastore
+        entry, no Delta commit). Values are expected without parentheses or commas: digests. -#}
+    {%- set properties = {} -%}
+    {%- for row in run_query('describe database extended ' ~ database).rows if row[0] == 'Properties' -%}
+        {%- for name, value in modules.re.findall('[(]([^(),]+),([^(),]*)[)]', row[1] or '') -%}
+            {%- do properties.update({name: value}) -%}
+        {%- endfor -%}
     {%- endfor -%}
-    {{ return(none) }}
+    {{ return(properties) }}
 {%- endmacro %}
 
 {% macro cdc_relation_has_property(relation, name, value) -%}

@@ -107,9 +107,13 @@
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set relations = [] -%}
     {%- set tables = {} -%}
-    {#- the specs the model's compile read (cdc_hand_over), else read here -#}
-    {%- set handed = cdc_handed('typed_column_specs') -%}
-    {%- for spec in (handed if handed is not none else cdc_typed_column_specs()) -%}
+    {#- the specs the model's compile read (cdc_hand_over), else read here; none to read when
+        the model found the views' inputs unchanged (cdc_typed_specs_recorded) -#}
+    {%- set handed = cdc_handed('typed_column_specs') or {} -%}
+    {%- if handed.get('unchanged') -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- for spec in handed.get('specs', none) or ([] if 'specs' in handed else cdc_typed_column_specs()) -%}
         {%- do tables.setdefault((spec.source_database, spec.source_schema, spec.source_table), []).append(spec) -%}
     {%- endfor -%}
     {%- for key, specs in tables.items() -%}
@@ -183,7 +187,8 @@
         set once they were all created; a metastore entry, no Delta commit) and every one of
         them still exists. Else each view's comment, which holds its digest, says -#}
     {%- set state = local_md5(relations | map(attribute='state') | join('\n')) -%}
-    {%- set unchanged = not flags.FULL_REFRESH and cdc_typed_views_state() == state
+    {%- set gold_properties = cdc_database_properties('gold') -%}
+    {%- set unchanged = not flags.FULL_REFRESH and gold_properties.get('cdc.typed_views') == state
         and relations | rejectattr('as_table') | map(attribute='name') | reject('in', cdc_gold_view_names()) | list | length == 0 -%}
     {%- set existing = {} if unchanged else cdc_typed_relations(relations | map(attribute='name') | list) -%}
     {%- set views = [] -%}
@@ -203,9 +208,25 @@
             {%- do run_query('begin\n' ~ (script | join(';\n')) ~ ';\nend') -%}
         {%- endif -%}
     {%- endfor -%}
+    {#- and, beside it, the key of what the specs were decided from with the views' names, so
+        that a later build with the same inputs reads no spec at all (cdc_typed_specs_recorded).
+        Not with a relation that is a table: that one is written at every build -#}
+    {%- set recorded = {} -%}
     {%- if not unchanged -%}
-        {%- do run_query('alter database gold set dbproperties (' ~ cdc_sql_string('cdc.typed_views') ~ ' = '
-            ~ cdc_sql_string(state) ~ ')') -%}
+        {%- do recorded.update({'cdc.typed_views': state}) -%}
+    {%- endif -%}
+    {%- if handed.get('key') is not none and relations | selectattr('as_table') | list | length == 0 -%}
+        {%- set specs_state = cdc_typed_specs_state(handed.key, relations | map(attribute='name') | list) -%}
+        {%- if specs_state != gold_properties.get('cdc.typed_specs') -%}
+            {%- do recorded.update({'cdc.typed_specs': specs_state}) -%}
+        {%- endif -%}
+    {%- endif -%}
+    {%- if recorded -%}
+        {%- set assignments = [] -%}
+        {%- for name, value in recorded.items() -%}
+            {%- do assignments.append(cdc_sql_string(name) ~ ' = ' ~ cdc_sql_string(value)) -%}
+        {%- endfor -%}
+        {%- do run_query('alter database gold set dbproperties (' ~ (assignments | join(', ')) ~ ')') -%}
     {%- endif -%}
     {{ return('') }}
 {%- endmacro %}
@@ -219,12 +240,6 @@
     {%- set digest = 'definition ' ~ local_md5(select_sql)[:16] -%}
     {{ return({'name': name, 'select_sql': select_sql, 'comment': comment, 'as_table': as_table,
         'digest': digest, 'state': name ~ ' ' ~ ('table' if as_table else digest)}) }}
-{%- endmacro %}
-
-{% macro cdc_typed_views_state() -%}
-    {#- What the last build that created the typed views recorded of their definitions (gold's
-        database property cdc.typed_views); none when it recorded nothing. -#}
-    {{ return(cdc_database_property('gold', 'cdc.typed_views')) }}
 {%- endmacro %}
 
 {% macro cdc_typed_relations(names) -%}

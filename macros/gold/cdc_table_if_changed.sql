@@ -5,15 +5,21 @@
     every build, increments included, paid for nothing. The table remembers a digest of the SQL
     it was created from (table property cdc.sql_digest); `--full-refresh` re-creates it anyway.
     Hooks run either way (the typed views' post-hook decides for each view itself).
+
+    A model that knows, before it computes its SQL, that its rows are those already stored hands
+    over 'unchanged' (cdc_hand_over: why, as text) and compiles to a select of its own table:
+    the table is then left as it is without its SQL (gold.cdc_typed_columns, whose SQL needs a
+    query of the table columns, while the inputs of that query are unchanged).
 #}
 
 {% materialization cdc_table_if_changed, adapter='spark' %}
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) -%}
     {%- set digest = local_md5(compiled_code) -%}
+    {%- set known = cdc_handed('unchanged') -%}
     {%- set unchanged = false -%}
     {%- if existing is not none and existing.is_table and not should_full_refresh() -%}
-        {%- set unchanged = cdc_table_property(existing, 'cdc.sql_digest') == digest -%}
+        {%- set unchanged = known is not none or cdc_table_property(existing, 'cdc.sql_digest') == digest -%}
     {%- elif existing is not none and not existing.is_table -%}
         {{ adapter.drop_relation(existing) }}
     {%- endif -%}
@@ -21,7 +27,10 @@
     {{ run_hooks(pre_hooks) }}
 
     {%- call statement('main') -%}
-        {%- if unchanged %}
+        {%- if unchanged and known is not none %}
+        -- unchanged: {{ known }}
+        select 1
+        {%- elif unchanged %}
         -- unchanged since it was created: cdc.sql_digest {{ digest }}
         select 1
         {%- else %}

@@ -18,9 +18,24 @@
     post_hook="{{ cdc_create_typed_views() }}",
 ) }}
 
+{#- while the table columns, the overrides seed and the code are what the last build that
+    created the views recorded (macros/gold/cdc_typed_specs_key.sql), the table and its views
+    are left as they are, and the table columns are not read: the materialization and the
+    post-hook are told so (cdc_hand_over). A build or run only: `dbt compile` and the docs show
+    the model's SQL #}
+{%- set specs_key = cdc_typed_specs_key() if flags.WHICH in ('build', 'run') and not should_full_refresh() else none %}
+{%- set stored = adapter.get_relation(this.database, this.schema, this.identifier) if specs_key is not none else none %}
+{%- if stored is not none and stored.is_table and cdc_typed_specs_recorded(specs_key) %}
+{%- do cdc_hand_over('unchanged', 'its inputs are those of cdc.typed_specs in gold') %}
+{%- do cdc_hand_over('typed_column_specs', {'unchanged': true}) %}
+
+select * from {{ this }}
+
+{%- else %}
 {%- set specs = cdc_typed_column_specs() %}
-{#- the post-hook that creates the views takes the same specs, without asking again #}
-{%- do cdc_hand_over('typed_column_specs', specs) %}
+{#- the post-hook that creates the views takes the same specs, without asking again, and the
+    key to record with them #}
+{%- do cdc_hand_over('typed_column_specs', {'specs': specs, 'key': specs_key}) %}
 
 with typed_columns as (
 
@@ -70,3 +85,4 @@ final as (
 )
 
 select * from final
+{%- endif %}

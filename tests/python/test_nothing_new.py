@@ -10,6 +10,7 @@ over the records; the gold tables find out by their queries."""
 from __future__ import annotations
 
 from cdc_messages import DebeziumTable
+from conftest import copy_project
 
 WRITTEN = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
 # what the full path runs and the short one does not: the history's count of silver's new
@@ -17,8 +18,11 @@ WRITTEN = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
 ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
 COUNT_QUERY = "count_if(op = 't') as truncations"
 # the typed columns' spec query: the model reads the specs, and its post-hook, which creates the
-# typed views, takes them from the model (macros/cdc_hand_over.sql) instead of asking again
+# typed views, takes them from the model (macros/cdc_hand_over.sql) instead of asking again; a
+# build whose table columns, overrides seed and code are those the views were created from does
+# not read them at all (macros/gold/cdc_typed_specs_key.sql)
 SPEC_QUERY = "from gold.cdc_table_columns as c left join cdc_config.cdc_column_type_overrides as o"
+SPECS_SKIPPED = "-- unchanged: its inputs are those of cdc.typed_specs in gold"
 
 
 def _newest_versions(lakehouse) -> dict[str, int]:
@@ -40,7 +44,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     for table in WRITTEN:
         assert f"select 'nothing new for {table}' as skipped_write" in log, table
     assert "insert into table silver.cdc_parsed" not in log and "merge into gold." not in log
-    assert log.count(SPEC_QUERY) == 1
+    assert SPEC_QUERY not in log and SPECS_SKIPPED in log
     assert _newest_versions(lakehouse) == built
     assert lakehouse.current_state("quiet") == state
 
@@ -60,7 +64,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     log = lakehouse.logged_build(tmp_path / "landed")
     assert ROUTING_QUERY not in log and COUNT_QUERY in log
     assert "insert into table silver.cdc_parsed" in log
-    assert log.count(SPEC_QUERY) == 1
+    assert log.count(SPEC_QUERY) == 1 and SPECS_SKIPPED not in log
     after = _newest_versions(lakehouse)
     assert all(after[table] > built[table] for table in WRITTEN), (built, after)
     assert lakehouse.current_state("quiet")[("quiet", '{"id":1}')] == {"id": "1", "v": "b", "w": "7"}
@@ -70,4 +74,48 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     # and the build after that has nothing new again
     log = lakehouse.logged_build(tmp_path / "quiet-again")
     assert ROUTING_QUERY not in log and COUNT_QUERY not in log
+    assert SPEC_QUERY not in log and SPECS_SKIPPED in log
     assert _newest_versions(lakehouse) == after
+
+
+def _column_type(lakehouse, view: str, column: str) -> str:
+    return {r["col_name"]: r["data_type"] for r in lakehouse.rows(f"describe gold.{view}")}[column]
+
+
+def test_the_typed_views_are_decided_again_when_the_code_or_an_override_changes(lakehouse, tmp_path):
+    t = DebeziumTable("dbserver1", "inventory", "decided", ["id"])
+    lakehouse.ingest(t.envelopes([t.insert({"id": i, "n": i * 10}) for i in (1, 2)], first_offset=0),
+                     fmt="debezium-json")
+    lakehouse.build(tests=False)
+    assert SPECS_SKIPPED in lakehouse.logged_build(tmp_path / "quiet")
+    shipped_type = _column_type(lakehouse, "inventory__decided", "n")
+    assert shipped_type != "int"
+
+    # an upgrade (any macro of the project changed): the specs are read and the views decided
+    # again, once; the build after that leaves them
+    project = copy_project(tmp_path / "project")
+    macros = project / "macros" / "gold" / "cdc_create_typed_views.sql"
+    code = macros.read_text(encoding="utf-8")
+    upgraded = code.replace("{%- set specs = [] -%}", "{%- set specs = [] -%}{#- upgraded -#}", 1)
+    assert upgraded != code
+    macros.write_text(upgraded, encoding="utf-8")
+    log = lakehouse.logged_build(tmp_path / "upgraded", project=project)
+    assert log.count(SPEC_QUERY) == 1 and SPECS_SKIPPED not in log
+    assert SPECS_SKIPPED in lakehouse.logged_build(tmp_path / "upgraded-quiet", project=project)
+
+    # a user's override row for the column: once the seed holds it, the view is typed by it
+    overrides = project / "seeds" / "cdc_column_type_overrides.csv"
+    overrides.write_text(overrides.read_text(encoding="utf-8").rstrip("\n") + "\ninventory,decided,n,int\n",
+                         encoding="utf-8")
+    try:
+        lakehouse.dbt("seed", "--select", "cdc_column_type_overrides", project=project)
+        log = lakehouse.logged_build(tmp_path / "overridden", project=project)
+        assert log.count(SPEC_QUERY) == 1 and SPECS_SKIPPED not in log
+        assert _column_type(lakehouse, "inventory__decided", "n") == "int"
+    finally:
+        lakehouse.dbt("seed", "--select", "cdc_column_type_overrides")  # the shipped rows again
+
+    # the shipped project again (its code and its seed): decided again, as shipped
+    log = lakehouse.logged_build(tmp_path / "shipped")
+    assert log.count(SPEC_QUERY) == 1 and SPECS_SKIPPED not in log
+    assert _column_type(lakehouse, "inventory__decided", "n") == shipped_type
