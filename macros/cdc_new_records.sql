@@ -32,6 +32,8 @@
             'seeded': what the topic patterns gave the topics routed from bronze's log
                 (_cdc_route_batches), for the write to record: the next run's routing reuses
                 it while the patterns are the same. None when nothing is to be recorded,
+            'code': the digest of the code the table's last write ran (cdc_code_digest, which
+                the model records with its watermark); none when it recorded none,
         }
         The run reads exactly the records looked at here (ingested_at in (after, up_to]), so a
         record landed meanwhile waits for the next run.
@@ -39,6 +41,7 @@
     {%- set result = {
         'after': none, 'upstream': none, 'up_to': none, 'none_new': false, 'formats': none,
         'topic_formats': {}, 'parser_topics': {}, 'mixed': true, 'unparsable': 1, 'seeded': none,
+        'code': none,
     } -%}
     {%- set bronze = source('bronze', 'kafka_records') -%}
     {%- if not execute or adapter.get_relation(bronze.database, bronze.schema, bronze.identifier) is none -%}
@@ -51,6 +54,7 @@
     {%- set recorded = {} -%}
     {%- if incremental -%}
         {%- do result.update({'after': cdc_watermark('ingested_at', recorded=recorded)}) -%}
+        {%- do result.update({'code': recorded.get('code')}) -%}
     {%- endif -%}
     {#- first by topic and ingest format alone (neither reads a message): the format given at
         ingest, else the seed's or the var's pattern for the topic -#}

@@ -364,8 +364,12 @@ final as (
         was 2.4 s of a 4M lakehouse's build with nothing new: the process's first read of
         silver's snapshot) -#}
     {%- set taken = cdc_database_property(this.schema, 'cdc.leftovers_taken') -%}
-    {%- set newest = _cdc_commit_digest(cdc_last_commit(this)) -%}
+    {%- set newest_commit = cdc_last_commit(this) -%}
+    {%- set newest = _cdc_commit_digest(newest_commit) -%}
     {%- if newest is not none and taken == newest -%}
+        {#- nothing more is written to silver in this run: the history and the table columns
+            take its newest commit from here (cdc_remember_commit) -#}
+        {%- do cdc_remember_commit(this, newest_commit) -%}
         {{ return('') }}
     {%- endif -%}
     {%- set placeholder -%}
@@ -377,6 +381,7 @@ final as (
         ~ ' group by source_format, kafka_topic'
     ).rows -%}
     {%- if not rows -%}
+        {%- do cdc_remember_commit(this, newest_commit) -%}
         {{ return(_cdc_leftovers_taken(newest)) }}
     {%- endif -%}
     {%- set formats = rows | map(attribute='source_format') | unique | list -%}
@@ -432,7 +437,9 @@ final as (
     {%- endset -%}
     {#- run here, not returned as the hook's statement: the record needs the MERGE's commit -#}
     {%- do run_query(merge) -%}
-    {{ return(_cdc_leftovers_taken(_cdc_commit_digest(cdc_last_commit(this)))) }}
+    {%- set merged = cdc_last_commit(this) -%}
+    {%- do cdc_remember_commit(this, merged) -%}
+    {{ return(_cdc_leftovers_taken(_cdc_commit_digest(merged))) }}
 {%- endmacro %}
 
 {% macro _cdc_leftovers_taken(commit_digest) -%}

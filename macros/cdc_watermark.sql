@@ -59,10 +59,21 @@
         }
         All three none when the table does not exist (a compile before any build) or has no
         commit, and outside execution.
+
+        Read once per invocation for a table other than the running model's own: a model reads
+        the commits of tables upstream of it, whose nodes have finished (their commit is the
+        one this invocation leaves), so the history and the table columns take silver's from
+        the memo (cdc_remember_commit), not from another `describe history` (0.2-0.3 s each).
+        A model's own table is always read: its own write may have moved it.
     -#}
     {%- set none_known = {'id': none, 'operation': none, 'mark': none} -%}
     {%- if not execute or adapter.get_relation(relation.database, relation.schema, relation.identifier) is none -%}
         {{ return(none_known) }}
+    {%- endif -%}
+    {%- set own = this is defined and (this | string) == (relation | string) -%}
+    {%- set remembered = none if own else graph.get('cdc_lakehouse_commits', {}).get(relation | string) -%}
+    {%- if remembered is mapping and remembered.invocation_id == invocation_id -%}
+        {{ return(remembered.commit) }}
     {%- endif -%}
     {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
     {%- if not rows -%}
@@ -80,7 +91,22 @@
             {%- do commit.update({'mark': mark}) -%}
         {%- endif -%}
     {%- endif -%}
+    {%- if not own -%}
+        {%- do cdc_remember_commit(relation, commit) -%}
+    {%- endif -%}
     {{ return(commit) }}
+{%- endmacro %}
+
+{% macro cdc_remember_commit(relation, commit) -%}
+    {#- Keep `commit` (cdc_last_commit's) as the newest of `relation` for the rest of this
+        invocation, in the manifest's flat graph (as cdc_hand_over does): for a table upstream of
+        the running model, or a model's own once nothing it runs will write to it any more
+        (silver's parse, when its placeholders are all taken). -#}
+    {%- if execute and commit.id is not none -%}
+        {%- do graph.setdefault('cdc_lakehouse_commits', {}).update({
+            relation | string: {'invocation_id': invocation_id, 'commit': commit}
+        }) -%}
+    {%- endif -%}
 {%- endmacro %}
 
 {% macro cdc_commit_id(relation, row) -%}

@@ -31,25 +31,11 @@
             adapter.get_relation(overrides.database, overrides.schema, overrides.identifier), 'cdc.seed_checksum', checksum) -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set code = cdc_project_code_digest() -%}
+    {%- set code = cdc_code_digest() -%}
     {%- if code is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {{ return(local_md5(tojson([columns, checksum, code, local_md5(model.raw_code)]))) }}
-{%- endmacro %}
-
-{% macro cdc_project_code_digest() -%}
-    {#- A digest of the code of every macro of this project (dbt's namespace of the package,
-        each macro's source); none when a macro does not show its source. -#}
-    {%- set sources = [] -%}
-    {%- for name in cdc_lakehouse | sort -%}
-        {%- set source = cdc_lakehouse[name].macro.macro_sql if cdc_lakehouse[name].macro is defined else none -%}
-        {%- if source is not string -%}
-            {{ return(none) }}
-        {%- endif -%}
-        {%- do sources.append(name ~ '\n' ~ source) -%}
-    {%- endfor -%}
-    {{ return(local_md5(sources | join('\n'))) }}
+    {{ return(local_md5(tojson([columns, checksum, code]))) }}
 {%- endmacro %}
 
 {% macro cdc_typed_specs_state(key, view_names) -%}

@@ -35,6 +35,14 @@
     post_hook="{{ cdc_forget_watermark() }}",
 ) }}
 
+{% if unchanged -%}
+{#- nothing new: no MERGE runs (cdc_nothing_to_write), and its source, empty, is the table's
+    own columns: Spark analyses this for the MERGE's temporary view, not the query below (0.22 s
+    of a build with nothing new at 4M changes) #}
+select * from {{ this }}
+where false
+{{ cdc_nothing_to_write() }}
+{%- else -%}
 with new_changes as (
 
     select * from {{ ref('cdc_changes') }}
@@ -202,6 +210,4 @@ final as (
 )
 
 select * from final
-{%- if unchanged %}
-{{ cdc_nothing_to_write() }}
 {%- endif %}

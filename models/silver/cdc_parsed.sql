@@ -34,11 +34,23 @@
     nothing new to read, and reads nothing) #}
 {#- and what the topic patterns gave the topics it routed, which the next run reuses while the
     patterns are the same (cdc_new_records) #}
-{%- set consumed = {'upstream': plan.upstream} -%}
+{#- and the code it ran (cdc_code_digest), whose columns the table then has -#}
+{%- set code = cdc_code_digest() if execute else none -%}
+{%- set consumed = {'upstream': plan.upstream, 'code': code} -%}
 {%- if plan.seeded is not none -%}
     {%- do consumed.update({'seeded': plan.seeded}) -%}
 {%- endif -%}
 {%- do cdc_record_watermark(plan.up_to or plan.after, consumed) -%}
+{%- if plan.none_new and code is not none and plan.code == code %}
+{#- nothing new, and the table's last write ran this code, so the table has this code's
+    columns: the temporary view dbt creates for the write (which on_schema_change compares with
+    the table) needs no more than the table's own. Spark analysed the whole parse for it, 0.94 s
+    of a 4M build with nothing new; after an upgrade it still does, until a write records the
+    new code #}
+select * from {{ this }}
+where false
+{{ cdc_nothing_to_write() }}
+{%- else %}
 with new_records as (
 
     select * from {{ source('bronze', 'kafka_records') }}
@@ -63,4 +75,5 @@ with new_records as (
 select * from final
 {%- if plan.none_new %}
 {{ cdc_nothing_to_write() }}
+{%- endif %}
 {%- endif %}

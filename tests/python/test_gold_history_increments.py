@@ -155,7 +155,7 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
     first build records none (it would sort every change to count them by table): the first
     increment reads them from the open versions. The newest commit of the table it read
     (its upstream), recorded with it, is checked against that table's newest one now (nothing
-    wrote to it since) and left out."""
+    wrote to it since) and left out, and so is the digest of the code the parse ran."""
     metadata = lakehouse.rows(f"describe history {table} limit 1")[0]["userMetadata"]
     mark = json.loads(metadata)["cdc_lakehouse_watermark"] if metadata else None
     if mark:
@@ -169,6 +169,9 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
             "select concat_ws('/', coalesce(source_database, ''), coalesce(source_schema, ''), source_table) as t, "
             "max(apply_order) as newest from gold.cdc_history group by 1")
         assert mark.pop("orders") == {r["t"]: r["newest"] for r in newest}
+    if mark and table == "silver.cdc_parsed":
+        # the parse records the digest of the code it ran (macros/cdc_code_digest.sql)
+        assert re.fullmatch("[0-9a-f]{32}", mark.pop("code")), mark
     return mark
 
 

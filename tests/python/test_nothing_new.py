@@ -23,6 +23,9 @@ COUNT_QUERY = "count_if(op = 't') as truncations"
 # not read them at all (macros/gold/cdc_typed_specs_key.sql)
 SPEC_QUERY = "from gold.cdc_table_columns as c left join cdc_config.cdc_column_type_overrides as o"
 SPECS_SKIPPED = "-- unchanged: its inputs are those of cdc.typed_specs in gold"
+# with nothing to write, the temporary view dbt creates for the write is of the table's own
+# columns, not of the model's query (the parse's: once its last write ran the same code)
+SHORT_VIEWS = tuple(f"{table.split('.')[1]}__dbt_tmp as select * from {table} where false" for table in WRITTEN)
 
 
 def _newest_versions(lakehouse) -> dict[str, int]:
@@ -45,6 +48,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
         assert f"select 'nothing new for {table}' as skipped_write" in log, table
     assert "insert into table silver.cdc_parsed" not in log and "merge into gold." not in log
     assert SPEC_QUERY not in log and SPECS_SKIPPED in log
+    assert all(view in log for view in SHORT_VIEWS)
     assert _newest_versions(lakehouse) == built
     assert lakehouse.current_state("quiet") == state
 
@@ -65,6 +69,7 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     assert ROUTING_QUERY not in log and COUNT_QUERY in log
     assert "insert into table silver.cdc_parsed" in log
     assert log.count(SPEC_QUERY) == 1 and SPECS_SKIPPED not in log
+    assert not any(view in log for view in SHORT_VIEWS)
     after = _newest_versions(lakehouse)
     assert all(after[table] > built[table] for table in WRITTEN), (built, after)
     assert lakehouse.current_state("quiet")[("quiet", '{"id":1}')] == {"id": "1", "v": "b", "w": "7"}
@@ -75,7 +80,22 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     log = lakehouse.logged_build(tmp_path / "quiet-again")
     assert ROUTING_QUERY not in log and COUNT_QUERY not in log
     assert SPEC_QUERY not in log and SPECS_SKIPPED in log
+    assert all(view in log for view in SHORT_VIEWS)
     assert _newest_versions(lakehouse) == after
+
+    # an upgrade whose parse writes one more column: a build with nothing new still runs the
+    # whole parse for the temporary view (the code differs from the last write's), so the column
+    # reaches silver before any new record does
+    project = copy_project(tmp_path / "project")
+    model = project / "models" / "silver" / "cdc_parsed.sql"
+    code = model.read_text(encoding="utf-8")
+    upgraded = code.replace("select * from final\n", "select *, 1 as added_by_an_upgrade from final\n", 1)
+    assert upgraded != code
+    model.write_text(upgraded, encoding="utf-8")
+    log = lakehouse.logged_build(tmp_path / "upgraded", project=project)
+    assert SHORT_VIEWS[0] not in log and "select 'nothing new for silver.cdc_parsed' as skipped_write" in log
+    assert "added_by_an_upgrade" in lakehouse.spark.table("silver.cdc_parsed").columns
+    assert _newest_versions(lakehouse)["silver.cdc_parsed"] > after["silver.cdc_parsed"]
 
 
 def _column_type(lakehouse, view: str, column: str) -> str:
