@@ -9,6 +9,8 @@ over the records; the gold tables find out by their queries."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cdc_messages import DebeziumTable
 from conftest import copy_project
 
@@ -26,6 +28,17 @@ SPECS_SKIPPED = "-- unchanged: its inputs are those of cdc.typed_specs in gold"
 # with nothing to write, the temporary view dbt creates for the write is of the table's own
 # columns, not of the model's query (the parse's: once its last write ran the same code)
 SHORT_VIEWS = tuple(f"{table.split('.')[1]}__dbt_tmp as select * from {table} where false" for table in WRITTEN)
+
+
+def _upgraded(destination: Path, path: str, old: str, new: str) -> Path:
+    """A copy of the project whose file ``path`` has its first ``old`` replaced by ``new``: the
+    project as an upgrade changed it."""
+    project = copy_project(destination)
+    file = project / path
+    code = file.read_text(encoding="utf-8")
+    assert old in code, path
+    file.write_text(code.replace(old, new, 1), encoding="utf-8")
+    return project
 
 
 def _newest_versions(lakehouse) -> dict[str, int]:
@@ -86,12 +99,8 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     # an upgrade whose parse writes one more column: a build with nothing new still runs the
     # whole parse for the temporary view (the code differs from the last write's), so the column
     # reaches silver before any new record does
-    project = copy_project(tmp_path / "project")
-    model = project / "models" / "silver" / "cdc_parsed.sql"
-    code = model.read_text(encoding="utf-8")
-    upgraded = code.replace("select * from final\n", "select *, 1 as added_by_an_upgrade from final\n", 1)
-    assert upgraded != code
-    model.write_text(upgraded, encoding="utf-8")
+    project = _upgraded(tmp_path / "project", "models/silver/cdc_parsed.sql",
+                        "select * from final\n", "select *, 1 as added_by_an_upgrade from final\n")
     log = lakehouse.logged_build(tmp_path / "upgraded", project=project)
     assert SHORT_VIEWS[0] not in log and "select 'nothing new for silver.cdc_parsed' as skipped_write" in log
     assert "added_by_an_upgrade" in lakehouse.spark.table("silver.cdc_parsed").columns
@@ -113,12 +122,8 @@ def test_the_typed_views_are_decided_again_when_the_code_or_an_override_changes(
 
     # an upgrade (any macro of the project changed): the specs are read and the views decided
     # again, once; the build after that leaves them
-    project = copy_project(tmp_path / "project")
-    macros = project / "macros" / "gold" / "cdc_create_typed_views.sql"
-    code = macros.read_text(encoding="utf-8")
-    upgraded = code.replace("{%- set specs = [] -%}", "{%- set specs = [] -%}{#- upgraded -#}", 1)
-    assert upgraded != code
-    macros.write_text(upgraded, encoding="utf-8")
+    project = _upgraded(tmp_path / "project", "macros/gold/cdc_create_typed_views.sql",
+                        "{%- set specs = [] -%}", "{%- set specs = [] -%}{#- upgraded -#}")
     log = lakehouse.logged_build(tmp_path / "upgraded", project=project)
     assert log.count(SPEC_QUERY) == 1 and SPECS_SKIPPED not in log
     assert SPECS_SKIPPED in lakehouse.logged_build(tmp_path / "upgraded-quiet", project=project)
