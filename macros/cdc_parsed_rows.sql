@@ -364,7 +364,9 @@ final as (
         was 2.4 s of a 4M lakehouse's build with nothing new: the process's first read of
         silver's snapshot) -#}
     {%- set taken = cdc_database_property(this.schema, 'cdc.leftovers_taken') -%}
-    {%- set newest_commit = cdc_last_commit(this) -%}
+    {#- `written`: a first build's too (dbt's cache does not know the new table yet), so that
+        the build with nothing new after it does not look again -#}
+    {%- set newest_commit = cdc_last_commit(this, written=true) -%}
     {%- set newest = _cdc_commit_digest(newest_commit) -%}
     {%- if newest is not none and taken == newest -%}
         {#- nothing more is written to silver in this run: the history and the table columns
@@ -437,7 +439,7 @@ final as (
     {%- endset -%}
     {#- run here, not returned as the hook's statement: the record needs the MERGE's commit -#}
     {%- do run_query(merge) -%}
-    {%- set merged = cdc_last_commit(this) -%}
+    {%- set merged = cdc_last_commit(this, written=true) -%}
     {%- do cdc_remember_commit(this, merged) -%}
     {{ return(_cdc_leftovers_taken(_cdc_commit_digest(merged))) }}
 {%- endmacro %}

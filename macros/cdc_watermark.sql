@@ -43,7 +43,7 @@
     {{ return(newest['newest']) }}
 {%- endmacro %}
 
-{% macro cdc_last_commit(relation) -%}
+{% macro cdc_last_commit(relation, written=false) -%}
     {#-
         The newest commit of the Delta table `relation`, read at compile time from its log
         (`describe history ... limit 1`: one small file, not the table): {
@@ -65,9 +65,13 @@
         one this invocation leaves), so the history and the table columns take silver's from
         the memo (cdc_remember_commit), not from another `describe history` (0.2-0.3 s each).
         A model's own table is always read: its own write may have moved it.
+
+        `written`: the running model wrote the table in this run, so it exists, though dbt's
+        cache learns of a table the run created only when the node ends (a first build's
+        post-hook).
     -#}
     {%- set none_known = {'id': none, 'operation': none, 'mark': none} -%}
-    {%- if not execute or adapter.get_relation(relation.database, relation.schema, relation.identifier) is none -%}
+    {%- if not execute or not written and adapter.get_relation(relation.database, relation.schema, relation.identifier) is none -%}
         {{ return(none_known) }}
     {%- endif -%}
     {%- set own = this is defined and (this | string) == (relation | string) -%}
