@@ -4,14 +4,12 @@
         it with cdc_handed. dbt renders a model's SQL and, later, its hooks in two separate
         contexts: what the model's compile read (a query's rows) would otherwise be read again
         by the hook. The one object both contexts share is the manifest's flat graph (`graph`),
-        so the value is kept there, under this node's id and the invocation's id. Only a value
+        so the value is kept there (cdc_invocation_memo), under this node's id. Only a value
         read at compile time that the model's own write does not change belongs here (the
         typed columns' specs: the hook's second spec query was 0.7-1.0 s of every build).
     -#}
     {%- if execute -%}
-        {%- do graph.setdefault('cdc_lakehouse_handed', {}).update({
-            model.unique_id ~ ' ' ~ name: {'invocation_id': invocation_id, 'value': value}
-        }) -%}
+        {%- do cdc_invocation_memo('handed').update({model.unique_id ~ ' ' ~ name: value}) -%}
     {%- endif -%}
 {%- endmacro %}
 
@@ -23,6 +21,19 @@
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set entry = graph.get('cdc_lakehouse_handed', {}).pop(model.unique_id ~ ' ' ~ name, none) -%}
-    {{ return(entry.value if entry is mapping and entry.invocation_id == invocation_id else none) }}
+    {{ return(cdc_invocation_memo('handed').pop(model.unique_id ~ ' ' ~ name, none)) }}
+{%- endmacro %}
+
+{% macro cdc_invocation_memo(area) -%}
+    {#- A mapping kept for the rest of this dbt invocation under `area`: in the manifest's flat
+        graph (`graph`), the one object a model's compile, its hooks and the later nodes all see.
+        What an earlier invocation left there (the manifest object can outlive it) is dropped
+        when this one first asks. Holds the hand-overs (cdc_hand_over) and the newest commits
+        read (cdc_remember_commit). -#}
+    {%- set memo = graph.setdefault('cdc_lakehouse_' ~ area, {}) -%}
+    {%- if memo.get('invocation_id') != invocation_id -%}
+        {%- do memo.clear() -%}
+        {%- do memo.update({'invocation_id': invocation_id, 'entries': {}}) -%}
+    {%- endif -%}
+    {{ return(memo['entries']) }}
 {%- endmacro %}

@@ -75,9 +75,9 @@
         {{ return(none_known) }}
     {%- endif -%}
     {%- set own = this is defined and (this | string) == (relation | string) -%}
-    {%- set remembered = none if own else graph.get('cdc_lakehouse_commits', {}).get(relation | string) -%}
-    {%- if remembered is mapping and remembered.invocation_id == invocation_id -%}
-        {{ return(remembered.commit) }}
+    {%- set remembered = none if own else cdc_invocation_memo('commits').get(relation | string) -%}
+    {%- if remembered is not none -%}
+        {{ return(remembered) }}
     {%- endif -%}
     {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
     {%- if not rows -%}
@@ -103,13 +103,11 @@
 
 {% macro cdc_remember_commit(relation, commit) -%}
     {#- Keep `commit` (cdc_last_commit's) as the newest of `relation` for the rest of this
-        invocation, in the manifest's flat graph (as cdc_hand_over does): for a table upstream of
+        invocation (cdc_invocation_memo, as cdc_hand_over does): for a table upstream of
         the running model, or a model's own once nothing it runs will write to it any more
         (silver's parse, when its placeholders are all taken). -#}
     {%- if execute and commit.id is not none -%}
-        {%- do graph.setdefault('cdc_lakehouse_commits', {}).update({
-            relation | string: {'invocation_id': invocation_id, 'commit': commit}
-        }) -%}
+        {%- do cdc_invocation_memo('commits').update({relation | string: commit}) -%}
     {%- endif -%}
 {%- endmacro %}
 

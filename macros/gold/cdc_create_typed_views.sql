@@ -113,7 +113,7 @@
     {%- if handed.get('unchanged') -%}
         {{ return('') }}
     {%- endif -%}
-    {%- for spec in handed.get('specs', none) or ([] if 'specs' in handed else cdc_typed_column_specs()) -%}
+    {%- for spec in (handed.specs if 'specs' in handed else cdc_typed_column_specs()) -%}
         {%- do tables.setdefault((spec.source_database, spec.source_schema, spec.source_table), []).append(spec) -%}
     {%- endfor -%}
     {%- for key, specs in tables.items() -%}
