@@ -281,14 +281,15 @@
 
         And 'late', from `latest_versions` (SQL of a relation: source_database, source_schema,
         source_table, pk, apply_order of each key's latest stored change): how many keys (a
-        key-changing update's old key included) get a change older than their latest stored
-        one, a late arrival or a replay. With no late key, a model whose stored rows only a later
-        change can touch may read and MERGE those latest rows alone. A second query, run only
+        key-changing update's old key included) get a change no newer than their latest stored
+        one, a late arrival or a replay (a copy of the latest stored change itself counts). With
+        no late key, every new change of a key comes after all it has stored, and a model whose
+        stored rows only a later change can touch may MERGE its keys' latest rows alone. A second query, run only
         for a small increment: its keys are broadcast to the scan of the latest versions (the
         scan needs no shuffle); with no change nothing is scanned (late is 0), and a larger
         increment gets late = none (unknown: take the full path). With `stored_orders` (the
         newest stored apply order per table, cdc_stored_orders), an increment of any size whose
-        every change is no older than its table's newest stored one has late = 0 without that
+        every change is newer than its table's newest stored one has late = 0 without that
         query.
 
         And 'orders': per table of the new changes (cdc_table_order_key), [oldest, newest]
@@ -302,14 +303,14 @@
     {%- endset -%}
     {%- set counts = _cdc_count_changes(new_changes) -%}
     {%- do counts.update({'up_to': counts.up_to or watermark}) -%}
-    {#- no key can be late when every table's oldest new change is no older than the newest
+    {#- no key can be late when every table's oldest new change is newer than the newest
         one stored of the table (a key's latest stored change is at most that): the usual
         case, decided without reading the stored versions. A table with none stored has no
         key to be late for -#}
     {%- if stored_orders is mapping and counts.changes > 0 -%}
         {%- set older = [] -%}
         {%- for table_key, span in counts.orders.items() -%}
-            {%- if stored_orders.get(table_key) is not none and (span[0] is none or span[0] < stored_orders[table_key]) -%}
+            {%- if stored_orders.get(table_key) is not none and (span[0] is none or span[0] <= stored_orders[table_key]) -%}
                 {%- do older.append(table_key) -%}
             {%- endif -%}
         {%- endfor -%}
@@ -343,7 +344,7 @@
                 and new_keys.source_schema <=> latest.source_schema
                 and new_keys.source_table = latest.source_table
                 and new_keys.pk = latest.pk
-                and new_keys.first_new_order < latest.apply_order
+                and new_keys.first_new_order <= latest.apply_order
     {%- endset -%}
     {%- do counts.update({'late': run_query(query).rows[0]['late']}) -%}
     {{ return(counts) }}

@@ -5,7 +5,9 @@
         gold.cdc_table_columns uses it so that a column's entry is only replaced by a later
         sighting in apply order: a late, older change never overwrites a newer one.
         And a predicate over the target that the model decided at compile time, from what its
-        increment holds (config() cannot change at run time): cdc_merge_target_filter below.
+        increment holds (config() cannot change at run time): cdc_merge_target_filter below; and,
+        decided the same way, the match itself in place of the unique key's, with a condition
+        on the inserts (cdc_merge_on).
     -#}
     {%- set predicates = [] if incremental_predicates is none else [] + incremental_predicates -%}
     {%- set target_filter = modules.re.search(
@@ -14,13 +16,22 @@
     {%- if target_filter -%}
         {%- do predicates.append(target_filter.group(1)) -%}
     {%- endif -%}
+    {%- set merge_on = modules.re.search(
+        '/[*] cdc_merge_on: (.+?) [*]/', (model or {}).get('compiled_code') or ''
+    ) -%}
+    {%- set insert_when = modules.re.search(
+        '/[*] cdc_merge_insert_when: (.+?) [*]/', (model or {}).get('compiled_code') or ''
+    ) -%}
     {%- set update_condition = config.get('merge_update_condition') -%}
     {%- set update_columns = config.get('merge_update_columns') -%}
-    {%- set keys = [unique_key] if unique_key is string else unique_key -%}
+    {%- set keys = [] if merge_on else [unique_key] if unique_key is string else unique_key -%}
+    {%- if merge_on -%}
+        {%- do predicates.append(merge_on.group(1)) -%}
+    {%- endif -%}
     {%- for key in keys -%}
         {%- do predicates.append('DBT_INTERNAL_SOURCE.' ~ key ~ ' = DBT_INTERNAL_DEST.' ~ key) -%}
     {%- endfor -%}
-    {%- if not keys -%}
+    {%- if not keys and not merge_on -%}
         {%- do predicates.append('false') -%}
     {%- endif %}
 
@@ -34,7 +45,7 @@
         {%- endfor %}
     {%- else %} *
     {%- endif %}
-    when not matched then insert *
+    when not matched {%- if insert_when %} and ({{ insert_when.group(1) }}){% endif %} then insert *
 {%- endmacro %}
 
 {% macro cdc_merge_target_filter(predicate) -%}
@@ -45,4 +56,19 @@
         row can be touched. A comment, so the model's query is unchanged.
     -#}
     /* cdc_merge_target_filter: {{ predicate }} */
+{%- endmacro %}
+
+{% macro cdc_merge_on(predicate, insert_when=none) -%}
+    {#-
+        Placed in an incremental model's SQL: its MERGE matches source and target rows by
+        `predicate` (over DBT_INTERNAL_SOURCE and DBT_INTERNAL_DEST) instead of by the unique
+        key, and inserts only the unmatched source rows that meet `insert_when`. For a model
+        whose source holds, beside the rows to insert, rows that only update stored ones found
+        by other columns than the key (gold.cdc_history's closers). Comments, as
+        cdc_merge_target_filter.
+    -#}
+    /* cdc_merge_on: {{ predicate }} */
+    {%- if insert_when %}
+    /* cdc_merge_insert_when: {{ insert_when }} */
+    {%- endif %}
 {%- endmacro %}

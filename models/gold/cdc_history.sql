@@ -20,17 +20,22 @@
     (known_versions), and only those of the keys the new changes touch are recomputed.
 
     Partitioned by is_open (the key's latest version, live or not) and is_current. A change that
-    comes after everything stored of its key ends only the key's open version: when the
-    increment holds no change older than its key's open version and no truncate, the stored
-    versions are read from the open partition
-    (one per key, not the whole history) and the MERGE is told to search only that partition
-    too (cdc_merge_target_filter). The closed partition then only grows by appends.
+    comes after everything stored of its key ends only the key's open version, at the key's
+    first new change: when every new change is newer than its key's open version and there is
+    no truncate (open_only), nothing stored is read at all. The new versions are windowed among
+    themselves, and one closer per key (its first new change's order and event time, no
+    version id) ends the key's open version: the MERGE searches the open partition only
+    (cdc_merge_target_filter), matches a closer to the open version of its key, not by id
+    (cdc_merge_on), and inserts the new versions alone. The closed partition then only grows.
+    An increment of 40,000 changes over a 4M history, warm: the MERGE's source 1.0 s to compute
+    against 2.4 s when it read the open versions to recompute their ends.
 
-    Whether a change is older than its key's open version is decided at compile time: without
-    reading anything stored when every table's oldest new change is no older than the newest
+    Whether a change is newer than its key's open version is decided at compile time: without
+    reading anything stored when every table's oldest new change is newer than the newest
     order stored of the table (recorded with the watermark: stored_orders), else by a query over
     the open partition for an increment of at most broadcast_limit changes (a larger one takes
-    the full path unchecked).
+    the full path unchecked). A copy of the open version itself (a replay) takes the full path,
+    whose window drops it.
 -#}
 {%- set history_columns = [
     'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
@@ -96,7 +101,8 @@
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = counted is none or counted.truncations > 0 %}
-{#- every new change comes after its key's open version: only open versions can get an end #}
+{#- every new change comes after its key's open version: only open versions can get an end,
+    at the key's first new change #}
 {%- set open_only = increment is not none and increment.truncations == 0 and increment.late == 0 %}
 {#- a small increment's keys are broadcast to the scan of the stored versions, which then need
     no shuffle (every stored version would cross it to meet a few thousand keys) #}
@@ -206,6 +212,38 @@ new_keys as (
 
 ),
 
+late_truncated_keys as (
+
+    {#- a truncate already consumed ends the new changes of its table that are older than it
+        (truncates are few: broadcast, the new keys are not shuffled to meet them) #}
+    select /*+ broadcast(truncations) */
+        truncations.source_format, truncations.source_database, truncations.source_schema,
+        truncations.source_table, new_keys.pk, 't' as op, null as row, false as has_row, truncations.event_time,
+        truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at,
+        false as is_stored, cast(null as string) as stored_next_apply_order,
+        cast(null as string) as stored_version_id
+    from earlier_truncations as truncations
+    inner join new_keys
+        on
+            truncations.source_database <=> new_keys.source_database
+            and truncations.source_schema <=> new_keys.source_schema
+            and truncations.source_table = new_keys.source_table
+            and truncations.apply_order > new_keys.first_new_order
+
+),
+{%- if open_only %}
+
+versions as (
+
+    {#- every new change comes after its key's open version: the stored versions are not read
+        at all. The open versions they end are closed by key in the MERGE (closers, below) #}
+    select * from new_effects
+    union all
+    select * from late_truncated_keys
+
+),
+{%- else %}
+
 known_versions as (
 
     {%- if is_incremental() %}
@@ -220,9 +258,6 @@ known_versions as (
         true as is_stored, next_apply_order as stored_next_apply_order,
         version_id as stored_version_id
     from {{ this }}
-    {%- if open_only %}
-    where is_open
-    {%- endif %}
     {%- else %}
     select * from new_effects
     where false
@@ -257,21 +292,7 @@ truncated_keys as (
 
     union all
 
-    {#- a truncate already consumed ends the new changes of its table that are older than it
-        (truncates are few: broadcast, the new keys are not shuffled to meet them) #}
-    select /*+ broadcast(truncations) */
-        truncations.source_format, truncations.source_database, truncations.source_schema,
-        truncations.source_table, new_keys.pk, 't' as op, null as row, false as has_row, truncations.event_time,
-        truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at,
-        false as is_stored, cast(null as string) as stored_next_apply_order,
-        cast(null as string) as stored_version_id
-    from earlier_truncations as truncations
-    inner join new_keys
-        on
-            truncations.source_database <=> new_keys.source_database
-            and truncations.source_schema <=> new_keys.source_schema
-            and truncations.source_table = new_keys.source_table
-            and truncations.apply_order > new_keys.first_new_order
+    select * from late_truncated_keys
 
 ),
 
@@ -310,12 +331,6 @@ versions as (
     union all
     select * from truncated_keys
     union all
-    {%- if open_only %}
-    {#- one stored version per key, its open one, and every new change of the key comes after
-        it: it is the version just before the first new change #}
-    select {{ history_columns | join(', ') }}
-    from known_of_affected
-    {%- else %}
     {#- stored versions from the first new change of their key on: their ends may move #}
     select {{ history_columns | join(', ') }}
     from known_of_affected
@@ -330,9 +345,9 @@ versions as (
         where apply_order < first_new_order
         group by source_database, source_schema, source_table, pk
     ) as predecessors
-    {%- endif %}
 
 ),
+{%- endif %}
 
 versions_by_key as (
 
@@ -411,9 +426,51 @@ final as (
     where not is_stored or not next_apply_order <=> stored_next_apply_order
 
 )
+{%- if open_only %},
+
+closers as (
+
+    {#- the open version of each key the new changes touch ends at the key's first new change
+        (copies of one change carry one event time). No version id: the MERGE matches it to
+        the key's open version by the key (cdc_merge_on), whose id and order are not read, and
+        inserts nothing for a key that has none (a new key) #}
+    select
+        cast(null as string) as version_id,
+        cast(null as string) as source_format,
+        source_database,
+        source_schema,
+        source_table,
+        pk,
+        cast(null as string) as op,
+        cast(null as string) as row,
+        cast(null as timestamp) as valid_from,
+        min_by(event_time, apply_order) as valid_to,
+        cast(null as string) as apply_order,
+        min(apply_order) as next_apply_order,
+        false as is_open,
+        false as is_current,
+        cast(null as string) as vendor_sequence,
+        cast(null as string) as change_id,
+        cast(null as timestamp) as ingested_at
+    from versions
+    group by source_database, source_schema, source_table, pk
+
+)
 
 select * from final
-{%- if open_only %}
+union all
+select * from closers
 {{ cdc_merge_target_filter('DBT_INTERNAL_DEST.is_open') }}
+{{ cdc_merge_on(
+    'DBT_INTERNAL_SOURCE.version_id is null'
+    ~ ' and DBT_INTERNAL_SOURCE.source_database <=> DBT_INTERNAL_DEST.source_database'
+    ~ ' and DBT_INTERNAL_SOURCE.source_schema <=> DBT_INTERNAL_DEST.source_schema'
+    ~ ' and DBT_INTERNAL_SOURCE.source_table = DBT_INTERNAL_DEST.source_table'
+    ~ ' and DBT_INTERNAL_SOURCE.pk = DBT_INTERNAL_DEST.pk',
+    insert_when='DBT_INTERNAL_SOURCE.version_id is not null',
+) }}
+{%- else %}
+
+select * from final
 {%- endif %}
 {%- endif %}

@@ -52,7 +52,13 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
               t.update(three, {"id": 4, "v": "a"})]
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
     lakehouse.build()
-    assert "DBT_INTERNAL_DEST.is_open and" in _merge_statement()
+    merge = _merge_statement()
+    assert "DBT_INTERNAL_DEST.is_open and" in merge
+    # nothing stored is read: each key's open version is closed by key, by a closer that is
+    # never inserted; the new versions are windowed among themselves
+    assert "DBT_INTERNAL_SOURCE.pk = DBT_INTERNAL_DEST.pk" in merge
+    assert "when not matched and (DBT_INTERNAL_SOURCE.version_id is not null) then insert" in merge
+    assert "gold.cdc_history" not in _compiled_history()
     # no run has consumed a truncate: silver is not scanned for earlier ones
     assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and false", _compiled_history(), re.S)
     expected = {
@@ -389,6 +395,10 @@ def test_a_change_delivered_twice_is_one_version_whichever_run_reads_each_copy(l
               + mirror.envelopes(changes["mirror"][1:2], first_offset=1))
     lakehouse.ingest(second, fmt="debezium-json")
     lakehouse.build(tests=False)
+    # the copy of the stored open version is no newer than it: the run reads the stored
+    # versions and windows them with the new ones (closed by key, the copy would be a second
+    # version with the stored one's id)
+    assert "version_id is null" not in _merge_statement()
 
     versions = lakehouse.rows(
         "select get_json_object(row, '$.v') as v, valid_from, valid_to, is_open, is_current "
