@@ -284,10 +284,10 @@
         key-changing update's old key included) get a change no newer than their latest stored
         one, a late arrival or a replay (a copy of the latest stored change itself counts). With
         no late key, every new change of a key comes after all it has stored, and a model whose
-        stored rows only a later change can touch may MERGE its keys' latest rows alone. A second query, run only
-        for a small increment: its keys are broadcast to the scan of the latest versions (the
-        scan needs no shuffle); with no change nothing is scanned (late is 0), and a larger
-        increment gets late = none (unknown: take the full path). With `stored_orders` (the
+        stored rows only a later change can touch may MERGE its keys' latest rows alone. A
+        second query, run only for a small increment: its keys are broadcast to the scan of the
+        latest versions (the scan needs no shuffle); with no change nothing is scanned (late is
+        0), and a larger increment gets late = none (unknown: take the full path). With `stored_orders` (the
         newest stored apply order per table, cdc_stored_orders), an increment of any size whose
         every change is newer than its table's newest stored one has late = 0 without that
         query.
