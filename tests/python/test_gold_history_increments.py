@@ -46,10 +46,10 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     lakehouse.ingest(t.envelopes(first, first_offset=0), fmt="debezium-json")
     lakehouse.build(tests=False)
 
-    # in order: key 1 updated again, deleted key 2 inserted again (its open version is the
-    # delete, not current), key 3 changed to key 4
+    # in order: key 1 updated twice more, deleted key 2 inserted again (its open version is
+    # the delete, not current), key 3 changed to key 4
     second = [t.update({**one, "v": "b"}, {**one, "v": "c"}), t.insert({**two, "v": "again"}),
-              t.update(three, {"id": 4, "v": "a"})]
+              t.update(three, {"id": 4, "v": "a"}), t.update({**one, "v": "c"}, {**one, "v": "d"})]
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
     lakehouse.build()
     merge = _merge_statement()
@@ -63,13 +63,19 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and false", _compiled_history(), re.S)
     expected = {
         '{"id":1}': [("c", True, False, False, True), ("u", True, False, False, True),
-                     ("u", True, True, True, False)],
+                     ("u", True, False, False, True), ("u", True, True, True, False)],
         '{"id":2}': [("c", True, False, False, True), ("d", False, False, False, True),
                      ("c", True, True, True, False)],
         '{"id":3}': [("c", True, False, False, True), ("d", False, True, False, False)],
         '{"id":4}': [("u", True, True, True, False)],
     }
     assert _versions(lakehouse, "hist") == expected
+    # each version ends where its key's next one begins: the stored open version at the key's
+    # first new change, the new ones among themselves
+    chain = lakehouse.rows("select get_json_object(row, '$.v') as v, valid_from, valid_to from gold.cdc_history "
+                           "where source_table = 'hist' and pk = '{\"id\":1}' order by apply_order")
+    assert [r["v"] for r in chain] == ["a", "b", "c", "d"]
+    assert [r["valid_to"] for r in chain] == [r["valid_from"] for r in chain[1:]] + [None]
 
     # the key state is each key's open version: deleted and moved keys keep a tombstone
     states = lakehouse.rows("select pk, last_op, is_deleted, row is null as no_row from gold.cdc_key_state "
