@@ -287,10 +287,10 @@
         stored rows only a later change can touch may MERGE its keys' latest rows alone. A
         second query, run only for a small increment: its keys are broadcast to the scan of the
         latest versions (the scan needs no shuffle); with no change nothing is scanned (late is
-        0), and a larger increment gets late = none (unknown: take the full path). With `stored_orders` (the
-        newest stored apply order per table, cdc_stored_orders), an increment of any size whose
-        every change is newer than its table's newest stored one has late = 0 without that
-        query.
+        0), and a larger increment gets late = none (unknown: take the full path). With
+        `stored_orders` (the newest stored apply order per table, cdc_stored_orders), an
+        increment of any size whose every change is newer than its table's newest stored one
+        has late = 0 without that query.
 
         And 'orders': per table of the new changes (cdc_table_order_key), [oldest, newest]
         apply order, for the model to record what it stored.

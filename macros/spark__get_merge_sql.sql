@@ -10,23 +10,17 @@
         on the inserts (cdc_merge_on).
     -#}
     {%- set predicates = [] if incremental_predicates is none else [] + incremental_predicates -%}
-    {%- set target_filter = modules.re.search(
-        '/[*] cdc_merge_target_filter: (.+?) [*]/', (model or {}).get('compiled_code') or ''
-    ) -%}
+    {%- set target_filter = _cdc_merge_marker('cdc_merge_target_filter') -%}
     {%- if target_filter -%}
-        {%- do predicates.append(target_filter.group(1)) -%}
+        {%- do predicates.append(target_filter) -%}
     {%- endif -%}
-    {%- set merge_on = modules.re.search(
-        '/[*] cdc_merge_on: (.+?) [*]/', (model or {}).get('compiled_code') or ''
-    ) -%}
-    {%- set insert_when = modules.re.search(
-        '/[*] cdc_merge_insert_when: (.+?) [*]/', (model or {}).get('compiled_code') or ''
-    ) -%}
+    {%- set merge_on = _cdc_merge_marker('cdc_merge_on') -%}
+    {%- set insert_when = _cdc_merge_marker('cdc_merge_insert_when') -%}
     {%- set update_condition = config.get('merge_update_condition') -%}
     {%- set update_columns = config.get('merge_update_columns') -%}
     {%- set keys = [] if merge_on else [unique_key] if unique_key is string else unique_key -%}
     {%- if merge_on -%}
-        {%- do predicates.append(merge_on.group(1)) -%}
+        {%- do predicates.append(merge_on) -%}
     {%- endif -%}
     {%- for key in keys -%}
         {%- do predicates.append('DBT_INTERNAL_SOURCE.' ~ key ~ ' = DBT_INTERNAL_DEST.' ~ key) -%}
@@ -45,7 +39,14 @@
         {%- endfor %}
     {%- else %} *
     {%- endif %}
-    when not matched {%- if insert_when %} and ({{ insert_when.group(1) }}){% endif %} then insert *
+    when not matched {%- if insert_when %} and ({{ insert_when }}){% endif %} then insert *
+{%- endmacro %}
+
+{% macro _cdc_merge_marker(name) -%}
+    {#- The SQL the running model's compiled code states in a `/* <name>: ... */` comment
+        (cdc_merge_target_filter, cdc_merge_on), or none. -#}
+    {%- set found = modules.re.search('/[*] ' ~ name ~ ': (.+?) [*]/', (model or {}).get('compiled_code') or '') -%}
+    {{ return(found.group(1) if found else none) }}
 {%- endmacro %}
 
 {% macro cdc_merge_target_filter(predicate) -%}

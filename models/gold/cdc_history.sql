@@ -206,7 +206,12 @@ earlier_truncations as (
 
 new_keys as (
 
-    select source_database, source_schema, source_table, pk, min(apply_order) as first_new_order
+    {#- each key the new changes touch, with its first new change (copies of one change carry
+        one event time) #}
+    select
+        source_database, source_schema, source_table, pk,
+        min(apply_order) as first_new_order,
+        min_by(event_time, apply_order) as first_new_event_time
     from new_effects
     group by source_database, source_schema, source_table, pk
 
@@ -431,9 +436,9 @@ final as (
 closers as (
 
     {#- the open version of each key the new changes touch ends at the key's first new change
-        (copies of one change carry one event time). No version id: the MERGE matches it to
-        the key's open version by the key (cdc_merge_on), whose id and order are not read, and
-        inserts nothing for a key that has none (a new key) #}
+        (a late truncate's version of a key comes after it). No version id: the MERGE matches
+        it to the key's open version by the key (cdc_merge_on), whose id and order are not
+        read, and inserts nothing for a key that has none (a new key) #}
     select
         cast(null as string) as version_id,
         cast(null as string) as source_format,
@@ -444,16 +449,15 @@ closers as (
         cast(null as string) as op,
         cast(null as string) as row,
         cast(null as timestamp) as valid_from,
-        min_by(event_time, apply_order) as valid_to,
+        first_new_event_time as valid_to,
         cast(null as string) as apply_order,
-        min(apply_order) as next_apply_order,
+        first_new_order as next_apply_order,
         false as is_open,
         false as is_current,
         cast(null as string) as vendor_sequence,
         cast(null as string) as change_id,
         cast(null as timestamp) as ingested_at
-    from versions
-    group by source_database, source_schema, source_table, pk
+    from new_keys
 
 )
 
