@@ -36,10 +36,41 @@ def _progress(message: str) -> None:
     print(f"[lakehouse] {message}", file=sys.stderr, flush=True)
 
 
+#: What to do instead when another process holds the Derby metastore, per command.
+_DERBY_BUSY_HINTS = {
+    "build": "If that is `lakehouse serve`, build through it: `lakehouse build --target thrift` "
+             "with LAKEHOUSE_THRIFT_PORT set to its port. Otherwise stop it first.",
+    "ingest": "Stop it (a lakehouse serve, sql or build) first, or keep the metastore in "
+              "PostgreSQL (LAKEHOUSE_METASTORE_URL, see `lakehouse postgres`), which processes share.",
+    "sql": "If that is `lakehouse serve`, query through it (the beeline line or JDBC URL it "
+           "printed). Otherwise stop it first.",
+}  # fmt: skip
+
+
+def _derby_busy(command: str) -> bool:
+    """Whether another process holds this lakehouse's Derby metastore; if so, say what to do.
+
+    Asked before ``command`` starts a Spark driver, which Derby would refuse only after some
+    45 s of retries and tens of thousands of lines of stack traces.
+    """
+    from lakehouse.session import derby_busy
+
+    root = lakehouse_dir()
+    if not derby_busy(root):
+        return False
+    _progress(
+        f"{command}: the Derby metastore of {root} is open in another process, and Derby lets "
+        f"one process at a time open it. {_DERBY_BUSY_HINTS.get(command, 'Stop it first.')}"
+    )
+    return True
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Land a dump file or Kafka topics in bronze and print a one-line summary."""
     if bool(args.from_file) == bool(args.bootstrap_servers):
         _progress("ingest needs exactly one of --from-file PATH or --bootstrap-servers HOST:PORT")
+        return 2
+    if _derby_busy("ingest"):
         return 2
     if args.from_file:
         return _ingest_file(args)
@@ -92,6 +123,8 @@ def run_dbt(dbt_args: list[str]) -> int:
     args = [*dbt_args, "--profiles-dir", str(PROJECT_DIR / "profiles"), "--project-dir", str(PROJECT_DIR)]
     _progress(f"running {' '.join(args)} (LAKEHOUSE_DIR={root})")
     if dbt_session.target_of(dbt_args) == "local":
+        if _derby_busy(dbt_args[0]):
+            return 2
         os.environ["LAKEHOUSE_DIR"] = root
         return dbt_session.run_dbt_here(args, PROJECT_DIR)
     dbt = Path(sys.executable).with_name("dbt")
@@ -110,6 +143,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from lakehouse.session import get_spark
     from lakehouse.sql_output import print_json, print_table
 
+    if _derby_busy("sql"):
+        return 2
     spark = get_spark("lakehouse-sql")
     statements = [s for s in _split_statements(args.query) if s.strip()]
     result = None

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import os
 import shlex
 import signal
@@ -35,7 +34,7 @@ from pathlib import Path
 
 from lakehouse.paths import lakehouse_dir
 from lakehouse.ports import port_in_use
-from lakehouse.session import repair_aborted_metastore, spark_conf, uses_derby
+from lakehouse.session import derby_busy, repair_aborted_metastore, spark_conf
 
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_HOST = "127.0.0.1"
@@ -130,28 +129,6 @@ def port_answers(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def metastore_in_use(root: Path) -> bool:
-    """True when another process has the Derby metastore of ``root`` open.
-
-    Derby holds a POSIX lock on ``metastore_db/dbex.lck`` while a database is booted (the
-    file itself stays behind after a crash, so its mere presence means nothing). Taking and
-    releasing that lock here is how we ask without starting a JVM.
-    """
-    lock = root / "metastore_db" / "dbex.lck"
-    try:
-        fd = os.open(lock, os.O_RDWR)
-    except OSError:
-        return False  # no metastore yet, or not ours to open: let Derby decide
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.lockf(fd, fcntl.LOCK_UN)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def check_can_start(root: Path, host: str | None = None, port: int | None = None) -> None:
     """Raise :class:`ServeError` if the port is taken or the metastore is held elsewhere."""
     if port is not None and not 0 < port < 65536:
@@ -162,7 +139,7 @@ def check_can_start(root: Path, host: str | None = None, port: int | None = None
             "stop it or choose another with --port"
         )
     # Only Derby is single-process; a metastore on a database server (PostgreSQL) is shared.
-    if uses_derby(spark_conf(root)) and metastore_in_use(root):
+    if derby_busy(root):
         raise ServeError(METASTORE_BUSY.format(root=root))
 
 

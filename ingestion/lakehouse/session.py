@@ -24,8 +24,10 @@ the local session behaves exactly as without them.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -170,6 +172,49 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
 def uses_derby(conf: dict[str, str]) -> bool:
     """True when ``conf`` keeps the metastore in Derby (one process at a time may open it)."""
     return conf["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith("jdbc:derby:")
+
+
+def metastore_in_use(root: Path) -> bool:
+    """True when another process has the Derby metastore of ``root`` open.
+
+    Derby holds a POSIX lock on ``metastore_db/dbex.lck`` while a database is booted (the
+    file itself stays behind after a crash, so its mere presence means nothing). Taking and
+    releasing that lock here is how we ask without starting a JVM. Not asked in a process
+    that runs a Spark driver already (the tests' in-process lakehouse, which lands through the
+    CLI's code): the JDK's lock conflicts with ours there too, and its own session would be
+    taken for another process.
+    """
+    if _jvm_running():
+        return False
+    lock = root / "metastore_db" / "dbex.lck"
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False  # no metastore yet, or not ours to open: let Derby decide
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _jvm_running() -> bool:
+    """True when this process already runs a Spark driver (pyspark's gateway)."""
+    context = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
+    return context is not None and getattr(context.SparkContext, "_gateway", None) is not None
+
+
+def derby_busy(root: Path) -> bool:
+    """True when the metastore of ``root`` is Derby and another process has it open.
+
+    Checked by the commands that start a Spark driver before they start it: Derby would refuse
+    the second process only after ten retries of Hive's metastore client, some 45 s and tens of
+    thousands of lines of stack traces later. A metastore on a database server is shared.
+    """
+    return uses_derby(spark_conf(root)) and metastore_in_use(root)
 
 
 def repair_aborted_metastore(root: Path) -> None:
