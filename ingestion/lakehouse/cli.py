@@ -367,14 +367,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``.venv/bin/lakehouse``."""
+    """Entry point of ``.venv/bin/lakehouse`` (``argv`` None: the command line).
+
+    A command from the command line stops the Spark driver it started before it returns
+    (:func:`lakehouse.session.stop_driver`), so that the next command of a script finds the
+    metastore free; a caller passing ``argv`` keeps its session (the tests' lakehouse)."""
+    from lakehouse.session import stop_driver
+
+    command_line = argv is None
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["build"] and not {"-h", "--help"} & set(argv[1:]):
-        # Everything after `build` belongs to dbt (argparse would claim --select and friends).
-        return run_dbt(["build", *argv[1:]])
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    try:
+        if argv[:1] == ["build"] and not {"-h", "--help"} & set(argv[1:]):
+            # Everything after `build` belongs to dbt (argparse would claim --select and friends).
+            return run_dbt(["build", *argv[1:]])
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    finally:
+        if command_line:
+            stop_driver()
 
 
 if __name__ == "__main__":
