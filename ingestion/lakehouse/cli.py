@@ -47,16 +47,27 @@ _DERBY_BUSY_HINTS = {
 }  # fmt: skip
 
 
+def _serving_derby(root: Path) -> tuple[str, int] | None:
+    """Host and port of the ``lakehouse serve`` that holds the Derby metastore of ``root`` now."""
+    from lakehouse.serve import running_server
+    from lakehouse.session import metastore_in_use, spark_conf, uses_derby
+
+    if not uses_derby(spark_conf(root)) or not metastore_in_use(root):
+        return None
+    return running_server(root)
+
+
 def _derby_busy(command: str) -> bool:
     """Whether another process holds this lakehouse's Derby metastore; if so, say what to do.
 
     Asked before ``command`` starts a Spark driver, which Derby would refuse only after some
-    45 s of retries and tens of thousands of lines of stack traces.
+    45 s of retries and tens of thousands of lines of stack traces. A running ``lakehouse
+    serve`` is said at once; another holder is given a few seconds to let go (an ending process).
     """
     from lakehouse.session import derby_busy
 
     root = lakehouse_dir()
-    if not derby_busy(root):
+    if _serving_derby(root) is None and not derby_busy(root):
         return False
     _progress(
         f"{command}: the Derby metastore of {root} is open in another process, and Derby lets "
@@ -123,12 +134,40 @@ def run_dbt(dbt_args: list[str]) -> int:
     args = [*dbt_args, "--profiles-dir", str(PROJECT_DIR / "profiles"), "--project-dir", str(PROJECT_DIR)]
     _progress(f"running {' '.join(args)} (LAKEHOUSE_DIR={root})")
     if dbt_session.target_of(dbt_args) == "local":
+        server = _serving_derby(Path(root))
+        if server is not None:
+            return _run_dbt_through(server, dbt_args, root)
         if _derby_busy(dbt_args[0]):
             return 2
         os.environ["LAKEHOUSE_DIR"] = root
         return dbt_session.run_dbt_here(args, PROJECT_DIR)
     dbt = Path(sys.executable).with_name("dbt")
     return subprocess.call([str(dbt), *args], cwd=PROJECT_DIR, env=dict(os.environ, LAKEHOUSE_DIR=root))
+
+
+def _run_dbt_through(server: tuple[str, int], dbt_args: list[str], root: str) -> int:
+    """Run dbt on the ``thrift`` target, through the ``lakehouse serve`` at ``server``.
+
+    What ``lakehouse build`` does on the local target while that server holds the Derby
+    metastore, which lets one process at a time open it: the build goes through the server's
+    Spark rather than refusing to start. dbt's parse is kept in ``target/thrift`` (unless
+    DBT_TARGET_PATH or --target-path says otherwise), so that alternating with local builds does
+    not make each parse the whole project again.
+    """
+    from lakehouse import dbt_session
+
+    host, port = server
+    _progress(
+        f"{dbt_args[0]}: `lakehouse serve` on {host}:{port} has the Derby metastore of {root} open: "
+        "running through it (--target thrift)"
+    )
+    env = dict(os.environ, LAKEHOUSE_DIR=root, LAKEHOUSE_THRIFT_HOST=host, LAKEHOUSE_THRIFT_PORT=str(port))
+    if not any(arg == "--target-path" or arg.startswith("--target-path=") for arg in dbt_args):
+        env.setdefault("DBT_TARGET_PATH", "target/thrift")
+    args = [*dbt_session.with_target(dbt_args, "thrift"),
+            "--profiles-dir", str(PROJECT_DIR / "profiles"), "--project-dir", str(PROJECT_DIR)]  # fmt: skip
+    dbt = Path(sys.executable).with_name("dbt")
+    return subprocess.call([str(dbt), *args], cwd=PROJECT_DIR, env=env)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:

@@ -34,6 +34,20 @@ def target_of(dbt_args: list[str]) -> str:
     return os.environ.get("DBT_TARGET", "local")
 
 
+def with_target(dbt_args: list[str], target: str) -> list[str]:
+    """``dbt_args`` with ``target`` as the only target they select."""
+    kept: list[str] = []
+    skip = False
+    for arg in dbt_args:
+        if skip:
+            skip = False
+        elif arg in ("--target", "-t"):
+            skip = True
+        elif not arg.startswith("--target="):
+            kept.append(arg)
+    return [*kept, "--target", target]
+
+
 def _start_session() -> None:
     """Start the lakehouse's Spark session and open its metastore (the first statement).
 

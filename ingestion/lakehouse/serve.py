@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import shlex
 import signal
@@ -127,6 +128,40 @@ def port_answers(host: str, port: int, timeout: float = 1.0) -> bool:
             return True
     except OSError:
         return False
+
+
+def _record_path(root: Path, port: int) -> Path:
+    """Where a running server of ``root`` says where it listens (beside its log)."""
+    return root / "logs" / f"thriftserver-{port}.json"
+
+
+def _write_record(root: Path, host: str, port: int) -> Path:
+    """Say that this process serves ``root`` on ``host:port``, for :func:`running_server`."""
+    path = _record_path(root, port)
+    path.write_text(json.dumps({"pid": os.getpid(), "host": host, "port": port}) + "\n", encoding="utf-8")
+    return path
+
+
+def running_server(root: Path) -> tuple[str, int] | None:
+    """Host and port of a ``lakehouse serve`` of ``root`` that is running and answers, else None.
+
+    Read from the records servers keep while they serve (``logs/thriftserver-<port>.json``): a
+    record whose process is gone (killed, machine restarted) or whose port does not answer is
+    passed over. ``lakehouse build`` uses it to build through the server that holds the Derby
+    metastore rather than refuse to start.
+    """
+    for path in sorted((root / "logs").glob("thriftserver-*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            pid, host, port = int(record["pid"]), str(record["host"]), int(record["port"])
+            os.kill(pid, 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if host in ("0.0.0.0", "::"):  # listening everywhere: reached on loopback  # noqa: S104
+            host = DEFAULT_HOST
+        if port_answers(host, port):
+            return host, port
+    return None
 
 
 def check_can_start(root: Path, host: str | None = None, port: int | None = None) -> None:
@@ -248,6 +283,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, root: Path | None 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOP_SIGNALS}
     proc: subprocess.Popen[bytes] | None = None
+    record: Path | None = None
     try:
         check_can_start(root, host, port)
         if host not in ("127.0.0.1", "localhost", "::1"):
@@ -262,9 +298,11 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, root: Path | None 
                 raise
             raise ServeError(explain_failure(log, root, host, port)) from exc
         if ready:
+            record = _write_record(root, host, port)
             _print_ready(proc, root, host, port, log)
             while not stop.is_set() and proc.poll() is None:
                 stop.wait(0.5)
+            record.unlink(missing_ok=True)  # no new build is sent to a server that stops
         if proc.poll() is not None:
             raise ServeError(f"the Thrift server exited by itself (code {proc.returncode}); see {log}")
         _progress("stopping the Spark Thrift server")
@@ -275,6 +313,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, root: Path | None 
         _progress(str(exc))
         return 1
     finally:
+        if record is not None:
+            record.unlink(missing_ok=True)
         if proc is not None and proc.poll() is None:
             stop_server(proc)
         for sig, handler in previous.items():

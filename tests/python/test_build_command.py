@@ -3,12 +3,17 @@ session started beside dbt's start, lakehouse.dbt_session), dbt's command on oth
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import BIN
-from lakehouse.dbt_session import target_of
+from lakehouse.dbt_session import target_of, with_target
+from lakehouse.serve import running_server
 
 
 @pytest.mark.parametrize(("args", "env", "target"), [
@@ -34,3 +39,34 @@ def test_a_usage_error_exits_as_dbt_does(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Error: No such option: --no-such-flag" in proc.stderr
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["build"], ["build", "--target", "thrift"]),
+    (["build", "--target", "local", "-s", "gold"], ["build", "-s", "gold", "--target", "thrift"]),
+    (["build", "-t", "local"], ["build", "--target", "thrift"]),
+    (["build", "--target=local", "--vars", "{target: x}"], ["build", "--vars", "{target: x}", "--target", "thrift"]),
+])  # fmt: skip
+def test_a_build_through_the_server_selects_its_target_only(args, expected) -> None:
+    assert with_target(args, "thrift") == expected
+    assert target_of(with_target(args, "thrift")) == "thrift"
+
+
+def _record(root: Path, pid: int, host: str, port: int) -> None:
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    (root / "logs" / f"thriftserver-{port}.json").write_text(json.dumps({"pid": pid, "host": host, "port": port}))
+
+
+def test_a_server_is_found_only_while_it_runs_and_answers(tmp_path: Path) -> None:
+    """A record left by a killed server, or one whose port does not answer, is passed over."""
+    assert running_server(tmp_path) is None  # no logs folder at all
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        _record(tmp_path, int(ended.stdout), "127.0.0.1", port)  # its process is gone
+        assert running_server(tmp_path) is None
+        _record(tmp_path, os.getpid(), "0.0.0.0", port)  # noqa: S104 - listening everywhere
+        assert running_server(tmp_path) == ("127.0.0.1", port)
+    assert running_server(tmp_path) is None  # the port no longer answers

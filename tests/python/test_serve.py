@@ -2,7 +2,8 @@
 
 One server start on a temporary LAKEHOUSE_DIR: the bundled sample is landed with
 ``lakehouse ingest`` (a local Spark session), dbt's ``thrift`` target builds bronze -> gold
-through the server, the pyspark wheel's beeline reads gold over JDBC, SIGTERM stops everything,
+through the server, and so does ``lakehouse build`` on the local target (it finds the server
+that holds Derby), the pyspark wheel's beeline reads gold over JDBC, SIGTERM stops everything,
 and afterwards ``lakehouse sql``'s spark-sql shell (a local session again) reads what the server
 built: one lakehouse, whichever way in, and the Derby metastore is free again after the stop.
 """
@@ -15,6 +16,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 from conftest import BIN, PROJECT, CliLakehouse
@@ -73,6 +75,25 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
         assert re.search(r"OK created [a-z ]*model gold\.cdc_current_state", dbt.stdout), dbt.stdout[-4000:]
         assert re.search(r"Done\. PASS=\d+ WARN=0 ERROR=0", dbt.stdout), dbt.stdout[-2000:]
 
+        # `lakehouse build` on the local target (the default) goes through the server that
+        # holds Derby, which it finds by the record the server keeps while it serves
+        assert json.loads((lh.root / "logs" / f"thriftserver-{port}.json").read_text())["port"] == port
+        build = subprocess.run(
+            [str(BIN / "lakehouse"), "build", "--select", "cdc_op_codes", "--no-use-colors",
+             "--target-path", str(tmp_path / "build-target"), "--log-path", str(tmp_path / "build-logs")],
+            env=lh.env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+        assert f"`lakehouse serve` on 127.0.0.1:{port} has the Derby metastore" in build.stderr, build.stderr
+        assert "running through it (--target thrift)" in build.stderr, build.stderr
+        assert "Completed successfully" in build.stdout, build.stdout[-4000:]
+        # a command that needs a driver of its own is refused at once, naming what to do
+        started = time.monotonic()
+        ingest = subprocess.run([str(BIN / "lakehouse"), "ingest", "--from-file", str(SAMPLE)],
+                                env=lh.env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert ingest.returncode == 2 and "is open in another process" in ingest.stderr, ingest.stderr
+        assert time.monotonic() - started < 2.5  # no wait for a server to let go
+
         # the beeline line the server printed, as printed, plus a query
         beeline_line = re.search(r"beeline:\s+(.+)", banner).group(1)
         assert beeline_line.endswith(f"-u {url}"), beeline_line
@@ -104,6 +125,7 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
     assert "stopped" in err.read_text(), err.read_text()
     assert not Path(f"/proc/{jvm_pid}").exists(), f"JVM {jvm_pid} still running"
     assert not _port_open(port)
+    assert not (lh.root / "logs" / f"thriftserver-{port}.json").exists()
 
     # `lakehouse sql` without a query: the spark-sql shell, a local session on the same lakehouse
     shell = subprocess.run(
