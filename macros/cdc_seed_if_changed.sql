@@ -196,6 +196,9 @@
     {% endcall %}
 
     {% do persist_docs(target_relation, model) %}
+    {#- what is loaded now, for the rest of this invocation: dbt's cache of the relation still
+        holds the properties listed before this load (cdc_typed_specs_key reads it) #}
+    {%- do cdc_invocation_memo('seeds').update({target_relation | string: _cdc_seed_checksum(model)}) -%}
 
     {{ run_hooks(post_hooks, inside_transaction=True) }}
     {{ adapter.commit() }}

@@ -27,7 +27,9 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set checksum = _cdc_seed_checksum(seeds[0]) -%}
-    {%- if not cdc_relation_has_property(
+    {#- loaded by this invocation (its seed node's memo: dbt's cached relation still shows the
+        properties listed before the load), else as dbt's listing shows it -#}
+    {%- if cdc_invocation_memo('seeds').get(overrides | string) != checksum and not cdc_relation_has_property(
             adapter.get_relation(overrides.database, overrides.schema, overrides.identifier), 'cdc.seed_checksum', checksum) -%}
         {{ return(none) }}
     {%- endif -%}
