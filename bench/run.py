@@ -39,6 +39,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -284,6 +285,8 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
     idle = Step("build with nothing new", build_cmd, env)
     result["idle_build_s"], result["idle_build_models_s"] = idle.seconds, model_seconds()
     result["incremental_above_idle_s"] = inc.seconds - idle.seconds
+    result.update(land_and_build(source, increment, offsets, env, out, changes, problems))
+    result["land_and_build_separately_s"] = result["land_increment"]["s"] + inc.seconds
 
     if metastore:
         result.update(served_builds(source, increment, offsets, build_cmd, env, out, changes, problems))
@@ -292,6 +295,28 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
         result.update(kafka_landing(first_file, first_counts, changes, out, problems))
     result["problems"] = problems
     return result
+
+
+def land_and_build(source: generate.Source, increment: int, offsets: dict, env: dict[str, str],
+                   out: Path, changes: int, problems: list[str]) -> dict:
+    """1% more landed and built by one process: ``lakehouse ingest ... --build``, as a
+    scheduled job runs a trickle. Against the landing and the incremental build as two
+    processes (each starting a JVM, Spark and the metastore; the build dbt too). The build's
+    share is the process's time after the landing's summary line (which says the landing's)."""
+    path = out / f"more1-{changes}.jsonl"
+    counts = generate.write_kcat(path, source.changes(increment), offsets)
+    expected = source.live_counts()
+    build_args = shlex.join(["--exclude", "resource_type:test", "--vars", generate.build_vars()])
+    command = [str(BIN / "lakehouse"), "ingest", "--from-file", str(path), "--build", "--build-args", build_args]
+    step = Step("land 1% more and build, one process", command, env)
+    landed = re.search(r"landed (\d+), .*, ([\d.]+)s\)", step.out)
+    records = sum(counts.values())
+    if landed is None or int(landed.group(1)) != records:
+        problems.append(f"land 1% more and build: landed {landed.group(1) if landed else '?'} of {records}")
+    check_answer("the build after landing in one process", expected, env, problems)
+    land_s = float(landed.group(2)) if landed else float("nan")
+    return {"land_and_build_s": step.seconds, "land_and_build_land_s": land_s,
+            "land_and_build_build_s": step.seconds - land_s, "land_and_build_peak_gib": step.peak_gib}
 
 
 def served_builds(source: generate.Source, increment: int, offsets: dict, build_cmd: list[str],
@@ -497,6 +522,10 @@ def table(results: list[dict], summary: dict) -> str:
         ("incremental / first build", "incremental_vs_first", "{:.1%}"),
         ("build with nothing new (s)", "idle_build_s", "{:.1f}"),
         ("incremental above that (s)", "incremental_above_idle_s", "{:.1f}"),
+        ("land 1% and build: two processes / one (`ingest --build`) (s)",
+         lambda r: f"{r['land_and_build_separately_s']:.1f} / {r['land_and_build_s']:.1f}"
+         if "land_and_build_s" in r else "-"),
+        ("one process: its build after the landing (s)", "land_and_build_build_s", "{:.1f}"),
         ("through the server: start (s)", "serve_start_s", "{:.1f}"),
         ("through the server: its first build, nothing new (s)", "served_warmup_s", "{:.1f}"),
         ("through the server: incremental after 1%, first / next (s)",

@@ -2,6 +2,7 @@
 
     lakehouse ingest --from-file PATH [--format F] [--topic T]
     lakehouse ingest --bootstrap-servers HOST:PORT --topics T1,T2 [--format F] [--follow]
+    lakehouse ingest ... --build [--build-args "..."] [--build-every SECONDS]
     lakehouse build [dbt build arguments...]
     lakehouse sql "SELECT ..." [--json]     (no query: the interactive spark-sql shell)
     lakehouse serve [--host 127.0.0.1] [--port 10000]
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -30,6 +32,10 @@ FORMATS = (
     "debezium-flat", "debezium-smt", "oms-json", "dataworks-v2", "shareplex-json",
     "oms-avro-json", "maxwell-json", "ogg-json", "aws-dms-json",
 )  # fmt: skip
+
+
+#: How often `lakehouse ingest --follow --build` builds, at most (seconds).
+DEFAULT_BUILD_EVERY = 60.0
 
 
 def _progress(message: str) -> None:
@@ -81,13 +87,31 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if bool(args.from_file) == bool(args.bootstrap_servers):
         _progress("ingest needs exactly one of --from-file PATH or --bootstrap-servers HOST:PORT")
         return 2
+    if (args.build_args or args.build_every is not None) and not args.build:
+        _progress("ingest: --build-args and --build-every go with --build")
+        return 2
+    if args.build_every is not None and not args.follow:
+        _progress("ingest: --build-every goes with --follow (without it, --build builds once, when caught up)")
+        return 2
+    if args.build_every is not None and args.build_every <= 0:
+        _progress(f"ingest: --build-every {args.build_every:g}: give a number of seconds above 0")
+        return 2
+    try:
+        build_args = shlex.split(args.build_args or "")
+    except ValueError as exc:
+        _progress(f"ingest: --build-args: {exc}")
+        return 2
     if _derby_busy("ingest"):
         return 2
+    build = (lambda: run_dbt(["build", *build_args])) if args.build else None
     if args.from_file:
-        return _ingest_file(args)
+        status = _ingest_file(args)
+        return build() if build is not None and status == 0 else status
     from lakehouse.kafka_loader import ingest_kafka
 
-    return ingest_kafka(args)
+    if args.follow and args.build_every is None:
+        args.build_every = DEFAULT_BUILD_EVERY
+    return ingest_kafka(args, build)
 
 
 def _ingest_file(args: argparse.Namespace) -> int:
@@ -329,6 +353,21 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument(
         "--kafka-config", metavar="PATH",
         help="a properties file of Kafka client options (key=value lines)",
+    )  # fmt: skip
+    then = ingest.add_argument_group("then build")
+    then.add_argument(
+        "--build", action="store_true",
+        help="then run `lakehouse build` in this process, on the Spark session the landing started "
+        "(no second start); with --follow, every --build-every seconds while records land",
+    )  # fmt: skip
+    then.add_argument(
+        "--build-args", metavar="ARGS", default="",
+        help="arguments for that dbt build, as one string, e.g. \"--select silver+ --vars '{...}'\"",
+    )  # fmt: skip
+    then.add_argument(
+        "--build-every", type=float, metavar="SECONDS",
+        help=f"with --follow --build: build at most this often, when records landed since the last "
+        f"build (default: {DEFAULT_BUILD_EVERY:g})",
     )  # fmt: skip
     ingest.set_defaults(func=cmd_ingest)
 

@@ -44,6 +44,8 @@ from lakehouse import bronze
 from lakehouse.paths import lakehouse_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame, SparkSession
 
 #: Option keys whose values are never printed (case-insensitive substring match).
@@ -467,8 +469,13 @@ def _java_cause(exc: BaseException) -> str:
     return (causes[-1] if causes else lines[0] if lines else type(exc).__name__).lstrip(": ")
 
 
-def ingest_kafka(args: argparse.Namespace) -> int:
-    """``lakehouse ingest --bootstrap-servers ...``: land the topics, print a summary; exit code."""
+def ingest_kafka(args: argparse.Namespace, build: Callable[[], int] | None = None) -> int:
+    """``lakehouse ingest --bootstrap-servers ...``: land the topics, print a summary; exit code.
+
+    ``build`` (``--build``): run once the topics are caught up, in this process and Spark
+    session; with ``--follow``, every ``--build-every`` seconds while records keep landing
+    (:class:`_Builds`). The exit code is then the last build's when the landing succeeded.
+    """
     started = time.monotonic()
     client = ClientOptions({})
     try:
@@ -503,11 +510,55 @@ def ingest_kafka(args: argparse.Namespace) -> int:
                 f"batch {planned} was interrupted before its commit: it runs again and "
                 "records it had already landed are skipped"
             )
-    return _run(args, client, options, topics, checkpoint, started)
+    return _run(args, client, options, topics, checkpoint, started, build)
+
+
+class _Builds:
+    """The builds of ``lakehouse ingest --follow --build``: in the loader's own process and Spark
+    session, between its progress reports, while the stream lands in the background.
+
+    Why in this process: a trickle built by a `lakehouse build` of its own pays a JVM, Spark
+    and dbt start (about 8 s with nothing to do) and a cold JIT every time, and with Derby, the
+    embedded metastore, it cannot even start while the loader holds the metastore. The first
+    build runs one interval after the start, whatever landed (records landed before the start
+    may be waiting); later ones only when records landed since the last build.
+    """
+
+    def __init__(self, build: Callable[[], int], every: float, totals: _Totals) -> None:
+        self.build, self.every, self.totals = build, every, totals
+        self.last = time.monotonic()
+        self.landed_at_last: int | None = None
+        self.count = self.failed = 0
+        self.last_status = 0
+
+    def due(self) -> bool:
+        """Whether a build should run now."""
+        if time.monotonic() - self.last < self.every:
+            return False
+        return self.landed_at_last is None or self.totals.landed > self.landed_at_last
+
+    def run(self) -> None:
+        """Build once; a failed build is reported and the loader goes on (the next may pass)."""
+        landed = self.totals.landed
+        _progress(f"build {self.count + 1}: {landed} records landed by this loader so far")
+        started = time.monotonic()
+        self.last_status = self.build()
+        self.count += 1
+        self.last, self.landed_at_last = time.monotonic(), landed
+        if self.last_status != 0:
+            self.failed += 1
+            _progress(f"build {self.count} failed (dbt exit {self.last_status}, see logs/dbt.log); "
+                      f"the loader goes on, next build in {self.every:g} s")  # fmt: skip
+        else:
+            _progress(f"build {self.count}: done in {self.last - started:.1f}s")
+
+    def summary(self) -> str:
+        return f"builds: {self.count}" + (f", {self.failed} failed" if self.failed else "")
 
 
 def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str],
-         topics: list[str], checkpoint: Path, started: float) -> int:  # fmt: skip
+         topics: list[str], checkpoint: Path, started: float,
+         build: Callable[[], int] | None = None) -> int:  # fmt: skip
     from lakehouse.session import get_spark
 
     _progress(f"starting Spark (LAKEHOUSE_DIR={lakehouse_dir()})")
@@ -526,6 +577,7 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
     planned, committed = _committed_batches(checkpoint)
     pending = planned is not None and (committed is None or planned > committed)
     totals = _Totals(replay=planned if pending else None)
+    builds = _Builds(build, args.build_every, totals) if build is not None and args.follow else None
     stop_signal: list[int] = []
 
     def request_stop(signum: int, _frame: Any) -> None:
@@ -541,7 +593,7 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
         restarts = 0
         while True:
             try:
-                _watch(_start_query(spark, args, options, checkpoint, totals), stop_signal)
+                _watch(_start_query(spark, args, options, checkpoint, totals), stop_signal, builds)
                 break
             except Exception as exc:
                 if not _is_replay_metrics_bug(exc) or restarts >= MAX_BUG_RESTARTS:
@@ -563,10 +615,15 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _print_summary(totals, checkpoint, started, failed=False)
-    spark.stop()
+    if builds is not None:
+        _progress(builds.summary())
+        return builds.last_status
     if stop_signal and not args.follow:
         _progress("stopped before catching up: run the same command again to continue")
         return 1
+    if build is not None:
+        return build()  # the same session: the build's first statement finds Spark up
+    spark.stop()
     return 0
 
 
@@ -616,11 +673,13 @@ def _start_query(spark: SparkSession, args: argparse.Namespace, options: dict[st
     return writer.start()
 
 
-def _watch(query: Any, stop_signal: list[int]) -> None:
-    """Print each finished batch's progress until the query ends or a stop is requested.
+def _watch(query: Any, stop_signal: list[int], builds: _Builds | None = None) -> None:
+    """Print each finished batch's progress until the query ends or a stop is requested, and
+    run the builds of ``--follow --build`` when they are due.
 
     Polls once a second rather than blocking in ``awaitTermination()``, so SIGTERM / Ctrl-C
-    are handled here (stop the query cleanly) instead of interrupting a py4j call.
+    are handled here (stop the query cleanly) instead of interrupting a py4j call. A stop
+    requested during a build is handled once the build is done.
     """
     seen: set[int] = set()
     while True:
@@ -633,6 +692,8 @@ def _watch(query: Any, stop_signal: list[int]) -> None:
                 _progress(f"batch {batch}: {describe_progress(p)}")
         if finished:
             return
+        if builds is not None and not stop_signal and builds.due():
+            builds.run()
         if stop_signal:
             name = signal.Signals(stop_signal[0]).name
             _progress(f"{name}: stopping; a batch under way runs again at the next start")

@@ -3,7 +3,8 @@
 What a CDC pipeline throws at bronze, byte for byte: Debezium tombstones (null value), null,
 empty and binary keys, values that are not UTF-8, a 2 MB value, headers (binary, repeated,
 null-valued); a keyed topic with three partitions and a second topic in the same run; re-runs
-that land nothing; SASL with the password from the environment and never printed; --follow.
+that land nothing; SASL with the password from the environment and never printed; --follow, and --follow with
+builds in the loader's own process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kafka_fixtures import (
 )
 
 B64 = base64.b64encode
+SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -208,3 +210,69 @@ def test_missing_topic_is_named(kafka_broker: Broker, tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "no.such.topic do not exist on" in proc.stderr
+
+
+def test_follow_builds_in_the_loaders_process_as_records_land(kafka_broker: Broker, tmp_path: Path) -> None:
+    """``--follow --build``: the loader builds, in its own process and Spark session, when records
+    landed since its last build; with Derby no other process could build while it runs. Once
+    stopped, gold holds every change of the sample's two tables."""
+    import json
+
+    envelopes = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    topics = {}
+    for envelope in envelopes:
+        topics.setdefault(f"follow.{envelope['topic']}", []).append(
+            Record(*(None if envelope[part] is None else envelope[part].encode() for part in ("key", "payload"))))
+    (customers, first), (products, second) = sorted(topics.items())
+    for topic in (customers, products):
+        kafka_broker.create_topic(topic, 1)
+    kafka_broker.produce(customers, first)
+    root = tmp_path / "lakehouse"
+    args = [
+        LAKEHOUSE, "ingest", "--bootstrap-servers", kafka_broker.bootstrap,
+        "--topics", f"{customers},{products}", "--format", "debezium-json",
+        "--follow", "--trigger-interval", "1 second",
+        "--build", "--build-every", "1", "--build-args", "--select +cdc_current_state --exclude-resource-type test",
+    ]  # fmt: skip
+    out_file = tmp_path / "stdout.txt"
+    with out_file.open("w") as out_handle:
+        proc = subprocess.Popen(args, env=lakehouse_env(root), cwd=PROJECT, text=True,
+                                stdout=out_handle, stderr=subprocess.PIPE)  # fmt: skip
+    err_lines: list[str] = []
+    reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr or []), daemon=True)
+    reader.start()
+
+    def built_after(landed: int, timeout: float) -> int:
+        """The number of the first build that started with ``landed`` records landed, once done."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, "".join(err_lines)[-6000:]
+            text = "".join(err_lines)
+            for number in re.findall(rf"build (\d+): {landed} records landed by this loader", text):
+                if f"build {number}: done in" in text:
+                    return int(number)
+            time.sleep(0.5)
+        raise AssertionError(f"no build after {landed} records landed:\n" + "".join(err_lines)[-6000:])
+
+    try:
+        one = built_after(len(first), timeout=600)
+        kafka_broker.produce(products, second)
+        two = built_after(len(first) + len(second), timeout=600)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=300)
+        reader.join(timeout=10)
+    stderr = "".join(err_lines)
+    assert proc.returncode == 0, stderr[-6000:]
+    assert two > one
+    builds = re.findall(r"builds: (\d+)$", stderr, re.MULTILINE)
+    assert builds and int(builds[-1]) >= two, stderr[-3000:]
+    assert not re.search(r"build \d+ failed", stderr), stderr[-6000:]
+    out = out_file.read_text()
+    assert out.count("Completed successfully") >= 2, out[-4000:]
+    assert stderr.count("Setting default log level") == 1  # one JVM for the landing and every build
+    live = sql_json(root, "select source_table, pk from gold.cdc_current_state order by source_table, pk")
+    assert [(row["source_table"], row["pk"]) for row in live] == [
+        ("customers", '{"id":1001}'), ("customers", '{"id":1002}'), ("customers", '{"id":1005}'),
+        ("products", '{"id":101}'), ("products", '{"id":102}'),
+    ]  # fmt: skip

@@ -1,0 +1,45 @@
+"""``lakehouse ingest ... --build``: land, then build in the same process and Spark session.
+
+A cron-style trickle ran two commands, each starting a JVM, Spark, the metastore and (for the
+build) dbt; with ``--build`` the build's first statement finds Spark up. The options that go
+with it are checked before anything starts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import BIN, PROJECT, CliLakehouse
+
+SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
+
+
+def test_ingest_then_build_in_one_process(tmp_path: Path) -> None:
+    lh = CliLakehouse(tmp_path / "lakehouse")
+    dbt_args = "--select +cdc_current_state --exclude-resource-type test --no-use-colors"
+    run = lh.run("ingest", "--from-file", str(SAMPLE), "--format", "debezium-json", "--build", "--build-args", dbt_args)
+    assert "landed 11, skipped 0" in run.stdout, run.stdout
+    assert "Completed successfully" in run.stdout, run.stdout[-4000:]
+    assert run.stderr.count("Setting default log level") == 1, run.stderr[-4000:]  # one JVM
+    live = lh.sql_json("select source_table, pk from gold.cdc_current_state order by source_table, pk")
+    assert [(row["source_table"], row["pk"]) for row in live] == [
+        ("customers", '{"id":1001}'), ("customers", '{"id":1002}'), ("customers", '{"id":1005}'),
+        ("products", '{"id":101}'), ("products", '{"id":102}'),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--build-args", "--select gold"], "--build-args and --build-every go with --build"),
+    (["--build-every", "5"], "--build-args and --build-every go with --build"),
+    (["--build", "--build-every", "5"], "--build-every goes with --follow"),
+    (["--build", "--build-args", "--vars '{a: 1}"], "--build-args: No closing quotation"),
+])  # fmt: skip
+def test_build_options_are_checked_before_anything_starts(tmp_path: Path, extra: list[str], message: str) -> None:
+    proc = subprocess.run([str(BIN / "lakehouse"), "ingest", "--from-file", str(SAMPLE), *extra],
+                          env={"PATH": "/usr/bin:/bin", "LAKEHOUSE_DIR": str(tmp_path / "lh")},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert message in proc.stderr, proc.stderr
+    assert not (tmp_path / "lh").exists()  # no Spark, no lakehouse folder
