@@ -48,8 +48,8 @@ _DERBY_BUSY_HINTS = {
              "with LAKEHOUSE_THRIFT_PORT set to its port. Otherwise stop it first.",
     "ingest": "Stop it (a lakehouse serve, sql or build) first, or keep the metastore in "
               "PostgreSQL (LAKEHOUSE_METASTORE_URL, see `lakehouse postgres`), which processes share.",
-    "sql": "If that is `lakehouse serve`, query through it (the beeline line or JDBC URL it "
-           "printed). Otherwise stop it first.",
+    "sql": "Stop it first, or keep the metastore in PostgreSQL (LAKEHOUSE_METASTORE_URL, see "
+           "`lakehouse postgres`), which processes share.",
 }  # fmt: skip
 
 
@@ -63,17 +63,18 @@ def _serving_derby(root: Path) -> tuple[str, int] | None:
     return running_server(root)
 
 
-def _derby_busy(command: str) -> bool:
+def _derby_busy(command: str, *, server_asked: bool = False) -> bool:
     """Whether another process holds this lakehouse's Derby metastore; if so, say what to do.
 
     Asked before ``command`` starts a Spark driver, which Derby would refuse only after some
     45 s of retries and tens of thousands of lines of stack traces. A running ``lakehouse
-    serve`` is said at once; another holder is given a few seconds to let go (an ending process).
+    serve`` is said at once (``server_asked``: the caller has just found none); another holder
+    is given a few seconds to let go (an ending process).
     """
     from lakehouse.session import derby_busy
 
     root = lakehouse_dir()
-    if _serving_derby(root) is None and not derby_busy(root):
+    if (server_asked or _serving_derby(root) is None) and not derby_busy(root):
         return False
     _progress(
         f"{command}: the Derby metastore of {root} is open in another process, and Derby lets "
@@ -161,7 +162,7 @@ def run_dbt(dbt_args: list[str]) -> int:
         server = _serving_derby(Path(root))
         if server is not None:
             return _run_dbt_through(server, dbt_args, root)
-        if _derby_busy(dbt_args[0]):
+        if _derby_busy(dbt_args[0], server_asked=True):
             return 2
         os.environ["LAKEHOUSE_DIR"] = root
         return dbt_session.run_dbt_here(args, PROJECT_DIR)
@@ -196,17 +197,20 @@ def _run_dbt_through(server: tuple[str, int], dbt_args: list[str], root: str) ->
 
 def cmd_sql(args: argparse.Namespace) -> int:
     """Run SQL statements against the lakehouse and print the last result (no query: a shell)."""
+    if args.query is None and args.json:
+        _progress("sql: --json needs a query")
+        return 2
+    server = _serving_derby(lakehouse_dir())
+    if server is not None:
+        return _sql_through(server, args)
     if args.query is None:
-        if args.json:
-            _progress("sql: --json needs a query")
-            return 2
         from lakehouse.serve import spark_sql_shell
 
         return spark_sql_shell()
     from lakehouse.session import get_spark
     from lakehouse.sql_output import print_json, print_table
 
-    if _derby_busy("sql"):
+    if _derby_busy("sql", server_asked=True):
         return 2
     spark = get_spark("lakehouse-sql")
     statements = [s for s in _split_statements(args.query) if s.strip()]
@@ -221,6 +225,31 @@ def cmd_sql(args: argparse.Namespace) -> int:
         return 0
     rows = result.collect()
     (print_json if args.json else print_table)(result.columns, rows)
+    return 0
+
+
+def _sql_through(server: tuple[str, int], args: argparse.Namespace) -> int:
+    """``lakehouse sql`` while ``lakehouse serve`` holds the Derby metastore: the query goes to
+    the server (Derby lets one process at a time open it), the shell is the wheel's beeline."""
+    from lakehouse.serve import beeline_command
+    from lakehouse.sql_output import print_json, print_table
+    from lakehouse.thrift_sql import ThriftSqlError, run_statements
+
+    host, port = server
+    _progress(f"sql: `lakehouse serve` on {host}:{port} has the Derby metastore of {lakehouse_dir()} open: "
+              "asking it")  # fmt: skip
+    if args.query is None:
+        command = shlex.split(beeline_command(host, port))
+        sys.stdout.flush()
+        os.execv(command[0], command)
+    statements = [s for s in _split_statements(args.query) if s.strip()]
+    try:
+        result = run_statements(host, port, statements)
+    except ThriftSqlError as exc:
+        _progress(f"sql failed: {exc}")
+        return 1
+    if result is not None:
+        (print_json if args.json else print_table)(*result)
     return 0
 
 
@@ -389,7 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run SQL against the lakehouse and print the result",
         description=(
             "Run SQL (Spark SQL; several statements separated by ;) and print the result. "
-            "Without a query, open the interactive spark-sql shell on the lakehouse."
+            "Without a query, open the interactive spark-sql shell on the lakehouse. While "
+            "`lakehouse serve` holds the lakehouse's Derby metastore, the query goes through "
+            "that server, and the shell is beeline connected to it."
         ),
     )
     sql.add_argument(

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakehouse import cds
 from lakehouse.paths import LOG4J_CONFIG, SPARK_JARS_DIR, lakehouse_dir
@@ -203,10 +203,22 @@ def metastore_in_use(root: Path) -> bool:
         os.close(fd)
 
 
+def _running_context_class() -> Any | None:
+    """pyspark's ``SparkContext`` class when this process has started its gateway JVM, else None.
+
+    Looked up among the loaded modules rather than imported: a command that never started
+    Spark must not pay pyspark's import to learn that (``pyspark.core.context`` since Spark 4,
+    ``pyspark.context`` before).
+    """
+    module = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
+    if module is None or getattr(module.SparkContext, "_gateway", None) is None:
+        return None
+    return module.SparkContext
+
+
 def _jvm_running() -> bool:
     """True when this process already runs a Spark driver (pyspark's gateway)."""
-    context = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
-    return context is not None and getattr(context.SparkContext, "_gateway", None) is not None
+    return _running_context_class() is not None
 
 
 #: How long a metastore found open is watched for its release before it counts as busy. A
@@ -245,9 +257,9 @@ def stop_driver() -> None:
     the cores with it. Called by the `lakehouse` command before it returns, not by callers that
     keep using their session (the tests' in-process lakehouse).
     """
-    if not _jvm_running():
+    context = _running_context_class()
+    if context is None:
         return
-    context = (sys.modules.get("pyspark.core.context") or sys.modules["pyspark.context"]).SparkContext
     gateway = context._gateway  # noqa: SLF001 - pyspark keeps the JVM's process only here
     if context._active_spark_context is not None:  # noqa: SLF001
         context._active_spark_context.stop()  # noqa: SLF001

@@ -53,7 +53,7 @@ def test_a_process_with_its_own_driver_is_not_busy(lakehouse: InProcessLakehouse
     [
         (["build", "--select", "cdc_op_codes"], "build through it: `lakehouse build --target thrift`"),
         (["ingest", "--from-file", str(SAMPLE), "--format", "debezium-json"], "LAKEHOUSE_METASTORE_URL"),
-        (["sql", "select count(*) from bronze.kafka_records"], "query through it"),
+        (["sql", "select count(*) from bronze.kafka_records"], "Stop it first, or keep the metastore in PostgreSQL"),
     ],
 )  # fmt: skip
 def test_a_command_says_the_metastore_is_busy(lakehouse: InProcessLakehouse, command: list[str], hint: str) -> None:

@@ -3,7 +3,8 @@
 One server start on a temporary LAKEHOUSE_DIR: the bundled sample is landed with
 ``lakehouse ingest`` (a local Spark session), dbt's ``thrift`` target builds bronze -> gold
 through the server, and so does ``lakehouse build`` on the local target (it finds the server
-that holds Derby), the pyspark wheel's beeline reads gold over JDBC, SIGTERM stops everything,
+that holds Derby), ``lakehouse sql`` asks the server too, the pyspark wheel's beeline reads
+gold over JDBC, SIGTERM stops everything,
 and afterwards ``lakehouse sql``'s spark-sql shell (a local session again) reads what the server
 built: one lakehouse, whichever way in, and the Derby metastore is free again after the stop.
 """
@@ -93,6 +94,32 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
                                 env=lh.env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert ingest.returncode == 2 and "is open in another process" in ingest.stderr, ingest.stderr
         assert time.monotonic() - started < 2.5  # no wait for a server to let go
+        # `lakehouse sql "..."` asks the server instead: statements in order on one connection,
+        # decimals exact at top level and inside a struct, the struct printed as a JSON object
+        sql = subprocess.run(
+            [str(BIN / "lakehouse"), "sql", "--json",
+             "use gold; select pk, cast('9.999999999999999093266253' as decimal(38, 24)) as d, "
+             "named_struct('n', cast('-12345678901234.000000000000000000000001' as decimal(38, 24)), "
+             "'s', 'é') as st from cdc_current_state where source_table = 'products' order by pk"],
+            env=lh.env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert sql.returncode == 0, sql.stderr[-4000:]
+        assert f"`lakehouse serve` on 127.0.0.1:{port} has the Derby metastore" in sql.stderr, sql.stderr
+        assert sql.stdout.splitlines() == [
+            '{"pk": "{\\"id\\":101}", "d": 9.999999999999999093266253, '
+            '"st": {"n": -12345678901234.000000000000000000000001, "s": "é"}}',
+            '{"pk": "{\\"id\\":102}", "d": 9.999999999999999093266253, '
+            '"st": {"n": -12345678901234.000000000000000000000001, "s": "é"}}',
+        ], sql.stdout
+        bad = subprocess.run([str(BIN / "lakehouse"), "sql", "select * from gold.no_such_table"],
+                             env=lh.env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert bad.returncode == 1 and "sql failed:" in bad.stderr and "no_such_table" in bad.stderr, bad.stderr
+        # and without a query, the shell is beeline on the server (statements piped on stdin run)
+        shell = subprocess.run([str(BIN / "lakehouse"), "sql"], input="select pk from gold.cdc_current_state "
+                               "where source_table = 'products' order by pk;\n",
+                               env=lh.env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert shell.returncode == 0, shell.stdout + shell.stderr[-4000:]
+        assert re.findall(r"\|\s*(\{\"id\":\d+\})\s*\|", shell.stdout) == ['{"id":101}', '{"id":102}'], shell.stdout
 
         # the beeline line the server printed, as printed, plus a query
         beeline_line = re.search(r"beeline:\s+(.+)", banner).group(1)

@@ -1,0 +1,62 @@
+"""``lakehouse sql "..."`` through a running ``lakehouse serve``.
+
+Derby, the embedded metastore, lets one process at a time open it: while ``lakehouse serve``
+holds it, ``lakehouse sql`` cannot start a Spark session of its own. It asks the server instead,
+over the HiveServer2 protocol (PyHive, which dbt's ``thrift`` target brings), and prints the
+answer as a local session would: decimals exact, timestamps as timestamps, and arrays, maps and
+structs as values rather than the JSON text the protocol carries them in.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+from collections.abc import Sequence
+from typing import Any
+
+#: Column types the server sends as JSON text (Spark's ``toHiveString``), turned back into values.
+_NESTED_TYPES = frozenset({"ARRAY_TYPE", "MAP_TYPE", "STRUCT_TYPE"})
+
+
+class ThriftSqlError(RuntimeError):
+    """A statement the server refused; the message is the server's first line."""
+
+
+def _nested(text: str | None) -> Any:
+    """A nested value from its JSON text; numbers with a fraction stay exact decimals."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text, parse_float=decimal.Decimal)
+    except ValueError:
+        return text  # not JSON after all (e.g. a map with non-string keys): shown as sent
+
+
+def _first_line(exc: Exception) -> str:
+    """The server's own message, not PyHive's dump of the whole Thrift response."""
+    status = getattr(getattr(exc, "args", [None])[0], "status", None)
+    message = getattr(status, "errorMessage", None) or str(exc)
+    return message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+
+
+def run_statements(host: str, port: int, statements: Sequence[str]) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """Run ``statements`` in order on the server; the last one's columns and rows, or None
+    when it returned no result set (DDL, ``insert``)."""
+    from pyhive import hive
+
+    connection = hive.connect(host=host, port=port)
+    try:
+        cursor = connection.cursor()
+        for statement in statements:
+            try:
+                cursor.execute(statement)
+            except Exception as exc:  # noqa: BLE001 - PyHive's OperationalError carries the server's status
+                raise ThriftSqlError(_first_line(exc)) from exc
+        if cursor.description is None:
+            return None
+        columns = [d[0] for d in cursor.description]
+        nested = [d[1] in _NESTED_TYPES for d in cursor.description]
+        rows = [tuple(_nested(v) if n else v for v, n in zip(row, nested, strict=True)) for row in cursor.fetchall()]
+        return columns, rows
+    finally:
+        connection.close()
