@@ -542,7 +542,12 @@ class _Builds:
         landed = self.totals.landed
         _progress(f"build {self.count + 1}: {landed} records landed by this loader so far")
         started = time.monotonic()
-        self.last_status = self.build()
+        try:
+            self.last_status = self.build()
+        except Exception as exc:  # noqa: BLE001 - the stream must outlive one bad build
+            # dbt's runner returns its own errors as a status; this is anything around it
+            _progress(f"build {self.count + 1} raised {type(exc).__name__}: {_first_lines(str(exc), 3)}")
+            self.last_status = 2
         self.count += 1
         self.last, self.landed_at_last = time.monotonic(), landed
         if self.last_status != 0:

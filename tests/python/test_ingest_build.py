@@ -8,10 +8,12 @@ with it are checked before anything starts.
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from conftest import BIN, PROJECT, CliLakehouse
+from lakehouse import kafka_loader
 
 SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
 
@@ -43,3 +45,31 @@ def test_build_options_are_checked_before_anything_starts(tmp_path: Path, extra:
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert message in proc.stderr, proc.stderr
     assert not (tmp_path / "lh").exists()  # no Spark, no lakehouse folder
+
+
+def test_following_builds_outlive_a_build_that_raises(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--follow --build``: a build that raises (not one whose node failed, which dbt reports
+    as a status) is reported, and the loader goes on to build again once more records land."""
+    totals = kafka_loader._Totals()  # noqa: SLF001 - the loader's own bookkeeping
+    calls: list[int] = []
+
+    def build() -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the gateway went away\n\tat py4j.Gateway.invoke(Gateway.java:1)")
+        return 0
+
+    builds = kafka_loader._Builds(build, 0.2, totals)  # noqa: SLF001
+    assert not builds.due()  # the first build one interval after the start
+    time.sleep(0.25)
+    assert builds.due()
+    builds.run()
+    assert (builds.count, builds.failed, builds.last_status) == (1, 1, 2)
+    assert "build 1 raised RuntimeError: the gateway went away" in capsys.readouterr().err
+    time.sleep(0.25)
+    assert not builds.due()  # nothing landed since that build
+    totals.landed = 7
+    assert builds.due()
+    builds.run()
+    assert (builds.count, builds.failed, builds.last_status) == (2, 1, 0)
+    assert builds.summary() == "builds: 2, 1 failed"
