@@ -14,8 +14,10 @@ format and keeping the latest change per key in one query: no dbt, no Delta writ
 more changes and run the incremental build, then a build with nothing new (the fixed cost of a
 build process); unless --no-serve, start `lakehouse serve` (a long-lived Spark: the Thrift
 server) on the same lakehouse and run the next increments' builds through it (dbt's `thrift`
-target), as a deployment with a running Spark cluster does; unless --no-kafka, produce the same
-records to the local broker and land them from there into a second lakehouse. Each step runs as
+target), as a deployment with a running Spark cluster does; unless --no-kafka, land two more
+increments from the local broker with a following loader that builds them in its own process
+(`lakehouse ingest --follow --build`), and produce the first records to the broker and land
+them from there into a second lakehouse. Each step runs as
 its own process, as a user runs it; the peak resident memory of its Spark driver JVM is sampled
 from /proc.
 
@@ -41,6 +43,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -292,6 +295,8 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
         result.update(served_builds(source, increment, offsets, build_cmd, env, out, changes, problems))
         result["served_incremental_vs_first"] = result["served_incremental_s"] / build.seconds
     if kafka:
+        result.update(follow_builds(source, increment, offsets, env, out, changes, problems))
+        result["follow_incremental_vs_first"] = result["follow_incremental_s"] / build.seconds
         result.update(kafka_landing(first_file, first_counts, changes, out, problems))
     result["problems"] = problems
     return result
@@ -402,21 +407,30 @@ def fresh_metastore(server: postgres.PostgresInfo, changes: int) -> dict[str, st
     return postgres.metastore_env(server, database)
 
 
-def produce(path: Path, bootstrap: str) -> tuple[int, float]:
-    """Produce every record of a kcat -J dump, in file order; returns (records, seconds)."""
-    from confluent_kafka import KafkaException, Producer
+def create_topics(paths: list[Path], bootstrap: str) -> None:
+    """Create the topics of kcat -J dumps, one partition each: the records of one table keep
+    their order, as the source wrote them."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    started = time.monotonic()
     topics = set()
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            topics.add(line[10:line.index('"', 10)])  # '{"topic":"<name>"', as write_kcat puts it
-    # one partition per topic: the records of one table keep their order, as the source wrote them
+    for path in paths:
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                topics.add(line[10:line.index('"', 10)])  # '{"topic":"<name>"', as write_kcat puts it
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(t, num_partitions=1, replication_factor=1)
                                        for t in sorted(topics)]).values():
         future.result()
+
+
+def produce(path: Path, bootstrap: str, create: bool = True) -> tuple[int, float]:
+    """Produce every record of a kcat -J dump, in file order (its topics created first unless
+    ``create`` is false); returns (records, seconds)."""
+    from confluent_kafka import KafkaException, Producer
+
+    started = time.monotonic()
+    if create:
+        create_topics([path], bootstrap)
     failures: list[str] = []
 
     def delivered(err, _msg) -> None:  # noqa: ANN001 - confluent_kafka's callback signature
@@ -470,6 +484,82 @@ def kafka_landing(first_file: Path, counts: dict[str, int], changes: int, out: P
     finally:
         broker.stop(directory)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def follow_builds(source: generate.Source, increment: int, offsets: dict, env: dict[str, str],
+                  out: Path, changes: int, problems: list[str]) -> dict:
+    """Builds of a following loader: ``lakehouse ingest --follow --build``, the loader and its
+    builds in one process and Spark session, as a trickle from Kafka runs for days.
+
+    Two more 1% increments, on topics of their own (generate.FOLLOW_PREFIX), in a broker of
+    their own. The loader starts on the empty topics; its first build, one --build-every after
+    its start, finds nothing new (dbt's first run in the process). Each increment is produced
+    once the build before it is done, lands within seconds (--trigger-interval 2 seconds), and
+    the next build takes it: the second is the steady state. The builds' seconds are those the
+    loader prints. Then SIGTERM, the loader's summary and the answer check.
+    """
+    from lakehouse import broker
+    from lakehouse.ports import free_port
+
+    files = []
+    for n in (4, 5):
+        path = out / f"more{n}-{changes}.jsonl"
+        files.append((path, generate.write_kcat(path, source.changes(increment), offsets, generate.FOLLOW_PREFIX)))
+    expected = source.live_counts()
+    directory = out / "kafka-follow"
+    shutil.rmtree(directory, ignore_errors=True)
+    info = broker.start(port=free_port(), directory=directory)
+    log_out, log_err = out / f"follow-{changes}.out", out / f"follow-{changes}.err"
+    result: dict = {}
+    try:
+        create_topics([path for path, _ in files], info.bootstrap_servers)
+        build_args = shlex.join(["--exclude", "resource_type:test", "--vars", generate.build_vars()])
+        command = [str(BIN / "lakehouse"), "ingest", "--bootstrap-servers", info.bootstrap_servers,
+                   "--topic-pattern", f"{generate.FOLLOW_PREFIX}[.].*", "--follow", "--trigger-interval",
+                   "2 seconds", "--build", "--build-every", "10", "--build-args", build_args]
+        print(f"[bench] following loader: lakehouse ingest --follow --build ({info.bootstrap_servers}) ...",
+              file=sys.stderr, flush=True)
+        with log_out.open("wb") as stdout, log_err.open("wb") as stderr:
+            loader = subprocess.Popen(command, env=env, cwd=PROJECT, stdin=subprocess.DEVNULL,
+                                      stdout=stdout, stderr=stderr)
+        memory = PeakMemory(loader.pid)
+        try:
+            builds = [_followed_build(1, loader, log_err)]
+            for n, (path, _) in enumerate(files, start=2):
+                produce(path, info.bootstrap_servers, create=False)
+                builds.append(_followed_build(n, loader, log_err))
+            loader.send_signal(signal.SIGINT)
+            status = loader.wait(180)
+        finally:
+            if loader.poll() is None:
+                loader.kill()
+            result["follow_peak_gib"] = memory.stop()
+    finally:
+        broker.stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
+    landed = re.search(r"landed (\d+),", log_out.read_text(errors="replace"))
+    records = sum(sum(counts.values()) for _, counts in files)
+    if status != 0 or landed is None or int(landed.group(1)) != records:
+        problems.append(f"following loader: exit {status}, landed {landed.group(1) if landed else '?'} of {records}")
+    check_answer("the following loader's builds", expected, env, problems)
+    result.update({"follow_warmup_s": builds[0], "follow_first_incremental_s": builds[1],
+                   "follow_incremental_s": builds[2], "follow_incremental_models_s": model_seconds()})
+    return result
+
+
+def _followed_build(n: int, loader: subprocess.Popen, log: Path, timeout: float = 900) -> float:
+    """Wait for the following loader's build ``n``; its seconds as the loader printed them."""
+    done = re.compile(rf"\[lakehouse\] build {n}: done in ([\d.]+)s")
+    failed = re.compile(rf"\[lakehouse\] build {n} (failed|raised)")
+    started = time.monotonic()
+    while True:
+        text = log.read_text(errors="replace")
+        if (match := done.search(text)) is not None:
+            print(f"[bench] following loader: build {n}: {float(match.group(1)):.1f}s", file=sys.stderr, flush=True)
+            return float(match.group(1))
+        if failed.search(text) or loader.poll() is not None or time.monotonic() - started > timeout:
+            raise SystemExit(f"[bench] following loader: no build {n} (exit {loader.poll()}):\n{text[-3000:]}")
+        time.sleep(0.2)
 
 
 def parse_project() -> float:
@@ -533,6 +623,12 @@ def table(results: list[dict], summary: dict) -> str:
          if "served_incremental_s" in r else "-"),
         ("through the server: incremental / first build", "served_incremental_vs_first", "{:.1%}"),
         ("through the server: build with nothing new (s)", "served_idle_s", "{:.1f}"),
+        ("following loader (`ingest --follow --build`): its first build, nothing new (s)",
+         "follow_warmup_s", "{:.1f}"),
+        ("following loader: incremental after 1%, first / next (s)",
+         lambda r: f"{r['follow_first_incremental_s']:.1f} / {r['follow_incremental_s']:.1f}"
+         if "follow_incremental_s" in r else "-"),
+        ("following loader: incremental / first build", "follow_incremental_vs_first", "{:.1%}"),
         ("live rows: gold / floor / expected",
          lambda r: f"{r['live_rows_gold']:,} / {r['live_rows_floor']:,} / {r['live_rows_expected']:,}"),
         ("driver peak: land from file (GiB)", "land_file_peak_gib", "{:.2f}"),
@@ -542,6 +638,7 @@ def table(results: list[dict], summary: dict) -> str:
         ("driver peak: floor (GiB)", "floor_peak_gib", "{:.2f}"),
         ("driver peak: incremental build (GiB)", "incremental_build_peak_gib", "{:.2f}"),
         ("driver peak: the server (GiB)", "serve_peak_gib", "{:.2f}"),
+        ("driver peak: following loader (GiB)", "follow_peak_gib", "{:.2f}"),
         ("answer", lambda r: "WRONG" if r["problems"] else "correct"),
     ]
     lines = ["| measure | " + " | ".join(f"{r['changes']:,}" for r in results) + " |",
@@ -554,6 +651,8 @@ def table(results: list[dict], summary: dict) -> str:
                      f"of history: {summary['incremental_largest_vs_smallest']:.2f}x")
     if "served_incremental_largest_vs_smallest" in summary:
         lines.append(f"through the server: {summary['served_incremental_largest_vs_smallest']:.2f}x")
+    if "follow_incremental_largest_vs_smallest" in summary:
+        lines.append(f"following loader: {summary['follow_incremental_largest_vs_smallest']:.2f}x")
     if "dbt_parse_s" in summary:
         lines.append(f"dbt's parse of the project, once before the scales (untimed in the builds): "
                      f"{summary['dbt_parse_s']:.1f} s")
@@ -561,12 +660,14 @@ def table(results: list[dict], summary: dict) -> str:
     first, inc = last.get("first_build_models_s", {}), last.get("incremental_build_models_s", {})
     idle = last.get("idle_build_models_s", {})
     served, served_idle = last.get("served_incremental_models_s", {}), last.get("served_idle_models_s", {})
+    followed = last.get("follow_incremental_models_s", {})
     if first:
         lines += [f"\nwhere the build time goes at {last['changes']:,} changes (seconds per dbt node):\n",
-                  "| node | first build | incremental | nothing new | served: incremental | served: nothing new |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+                  "| node | first build | incremental | nothing new | served: incremental | served: nothing new "
+                  "| following: incremental |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for node in sorted(first, key=lambda n: -first[n]):
-            cells = [d.get(node, 0) for d in (first, inc, idle, served, served_idle)]
+            cells = [d.get(node, 0) for d in (first, inc, idle, served, served_idle, followed)]
             lines.append(f"| {node} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
     return "\n".join(lines)
 
@@ -603,6 +704,9 @@ def main() -> None:
         if "served_incremental_s" in results[0]:
             summary["served_incremental_largest_vs_smallest"] = (
                 results[-1]["served_incremental_s"] / results[0]["served_incremental_s"])
+        if "follow_incremental_s" in results[0]:
+            summary["follow_incremental_largest_vs_smallest"] = (
+                results[-1]["follow_incremental_s"] / results[0]["follow_incremental_s"])
     problems = [f"{r['changes']:,} changes: {p}" for r in results for p in r["problems"]]
     summary["correct"] = not problems
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
