@@ -496,7 +496,7 @@ def follow_builds(source: generate.Source, increment: int, offsets: dict, env: d
     its start, finds nothing new (dbt's first run in the process). Each increment is produced
     once the build before it is done, lands within seconds (--trigger-interval 2 seconds), and
     the next build takes it: the second is the steady state. The builds' seconds are those the
-    loader prints. Then SIGTERM, the loader's summary and the answer check.
+    loader prints. Then SIGINT (Ctrl-C), the loader's summary and the answer check.
     """
     from lakehouse import broker
     from lakehouse.ports import free_port
