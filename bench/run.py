@@ -37,6 +37,7 @@ Prints a Markdown table and writes bench/out/summary.json (the machine and every
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -48,6 +49,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -56,7 +58,7 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(BENCH))
 
 import generate  # noqa: E402
-from lakehouse import postgres  # noqa: E402
+from lakehouse import broker, postgres  # noqa: E402
 
 # One query over bronze, one branch per format (each reads only its own topics): parse the
 # message, take the table, key, vendor order and after image, keep the latest change per
@@ -465,13 +467,7 @@ def produce(path: Path, bootstrap: str, create: bool = True) -> tuple[int, float
 def kafka_landing(first_file: Path, counts: dict[str, int], changes: int, out: Path, problems: list[str]) -> dict:
     """Produce the records to the local broker, then time `lakehouse ingest --bootstrap-servers`
     per format into a second lakehouse."""
-    from lakehouse import broker
-    from lakehouse.ports import free_port
-
-    directory = out / "kafka"
-    shutil.rmtree(directory, ignore_errors=True)
-    info = broker.start(port=free_port(), directory=directory)
-    try:
+    with local_broker(out / "kafka") as info:
         produced, produce_s = produce(first_file, info.bootstrap_servers)
         print(f"[bench] produced {produced:,} records in {produce_s:.1f}s", file=sys.stderr, flush=True)
         root = out / f"lakehouse-kafka-{changes}"
@@ -481,6 +477,18 @@ def kafka_landing(first_file: Path, counts: dict[str, int], changes: int, out: P
                                           "--topic-pattern", "bench[.].*"], counts, env, problems)
         return {"kafka_produce_s": produce_s, "land_kafka": landed, "land_kafka_s": landed["s"],
                 "land_kafka_records_per_s": landed["records_per_s"], "land_kafka_peak_gib": landed["peak_gib"]}
+
+
+@contextlib.contextmanager
+def local_broker(directory: Path) -> Iterator[broker.BrokerInfo]:
+    """A fresh local Kafka broker in ``directory`` on a free port (its BrokerInfo), stopped and
+    removed afterwards."""
+    from lakehouse.ports import free_port
+
+    shutil.rmtree(directory, ignore_errors=True)
+    info = broker.start(port=free_port(), directory=directory)
+    try:
+        yield info
     finally:
         broker.stop(directory)
         shutil.rmtree(directory, ignore_errors=True)
@@ -498,20 +506,14 @@ def follow_builds(source: generate.Source, increment: int, offsets: dict, env: d
     the next build takes it: the second is the steady state. The builds' seconds are those the
     loader prints. Then SIGINT (Ctrl-C), the loader's summary and the answer check.
     """
-    from lakehouse import broker
-    from lakehouse.ports import free_port
-
     files = []
     for n in (4, 5):
         path = out / f"more{n}-{changes}.jsonl"
         files.append((path, generate.write_kcat(path, source.changes(increment), offsets, generate.FOLLOW_PREFIX)))
     expected = source.live_counts()
-    directory = out / "kafka-follow"
-    shutil.rmtree(directory, ignore_errors=True)
-    info = broker.start(port=free_port(), directory=directory)
     log_out, log_err = out / f"follow-{changes}.out", out / f"follow-{changes}.err"
     result: dict = {}
-    try:
+    with local_broker(out / "kafka-follow") as info:
         create_topics([path for path, _ in files], info.bootstrap_servers)
         build_args = shlex.join(["--exclude", "resource_type:test", "--vars", generate.build_vars()])
         command = [str(BIN / "lakehouse"), "ingest", "--bootstrap-servers", info.bootstrap_servers,
@@ -534,9 +536,6 @@ def follow_builds(source: generate.Source, increment: int, offsets: dict, env: d
             if loader.poll() is None:
                 loader.kill()
             result["follow_peak_gib"] = memory.stop()
-    finally:
-        broker.stop(directory)
-        shutil.rmtree(directory, ignore_errors=True)
     landed = re.search(r"landed (\d+),", log_out.read_text(errors="replace"))
     records = sum(sum(counts.values()) for _, counts in files)
     if status != 0 or landed is None or int(landed.group(1)) != records:

@@ -213,7 +213,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     if _derby_busy("sql", server_asked=True):
         return 2
     spark = get_spark("lakehouse-sql")
-    statements = [s for s in _split_statements(args.query) if s.strip()]
+    statements = _split_statements(args.query)
     result = None
     try:
         for statement in statements:
@@ -242,7 +242,7 @@ def _sql_through(server: tuple[str, int], args: argparse.Namespace) -> int:
         command = shlex.split(beeline_command(host, port))
         sys.stdout.flush()
         os.execv(command[0], command)
-    statements = [s for s in _split_statements(args.query) if s.strip()]
+    statements = _split_statements(args.query)
     try:
         result = run_statements(host, port, statements)
     except ThriftSqlError as exc:
@@ -254,7 +254,8 @@ def _sql_through(server: tuple[str, int], args: argparse.Namespace) -> int:
 
 
 def _split_statements(sql: str) -> list[str]:
-    """Split on semicolons outside quotes, so ``a; b`` runs both and ``';'`` stays whole."""
+    """Split on semicolons outside quotes, so ``a; b`` runs both and ``';'`` stays whole; the
+    blank pieces (``a;``) are left out."""
     parts, current, quote = [], [], ""
     for ch in sql:
         if quote:
@@ -268,7 +269,7 @@ def _split_statements(sql: str) -> list[str]:
             continue
         current.append(ch)
     parts.append("".join(current))
-    return parts
+    return [part for part in parts if part.strip()]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
