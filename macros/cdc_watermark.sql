@@ -18,17 +18,23 @@
         a table an earlier version wrote stops the run, saying how to rebuild it.
 
         `recorded`, a mapping, receives what else the commit recorded with the watermark
-        (cdc_record_watermark's `extra`), and stays empty when the watermark was scanned.
+        (cdc_record_watermark's `extra`), and stays empty when the watermark was scanned. Its
+        'rows_commit' is the id of the commit that last wrote the table's rows: the last commit
+        itself, unless that one recorded another (cdc_table_column_change's property commit).
     -#}
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set mark = cdc_last_commit(this).mark -%}
+    {%- set commit = cdc_last_commit(this) -%}
+    {%- set mark = commit.mark -%}
     {%- if mark is not none -%}
         {%- if mark.get('apply_order_layout') != cdc_apply_order_layout() -%}
             {{ _cdc_earlier_layout() }}
         {%- endif -%}
         {%- if recorded is mapping -%}
+            {#- the commit that last wrote the table's rows: this one, unless it recorded
+                another (a commit that records the watermark alone, gold.cdc_table_columns') -#}
+            {%- do recorded.update({'rows_commit': commit.id}) -%}
             {%- do recorded.update(mark) -%}
         {%- endif -%}
         {{ return(mark['ingested_at']) }}
@@ -55,7 +61,8 @@
                 versions from 0 again;
             'operation': the commit's Delta operation;
             'mark': the watermark the commit recorded (cdc_record_watermark), when it is that
-                table's own write's (cdc_watermark_operations); else none,
+                table's own write's (cdc_watermark_operations), or a run's that had nothing to
+                change but its watermark (cdc_watermark_record_only); else none,
         }
         All three none when the table does not exist (a compile before any build) or has no
         commit, and outside execution.
@@ -88,10 +95,12 @@
         'operation': rows[0]['operation'],
         'mark': none,
     } -%}
-    {%- if commit.operation in cdc_watermark_operations() and rows[0]['userMetadata'] -%}
+    {%- if (commit.operation in cdc_watermark_operations() or commit.operation == 'SET TBLPROPERTIES')
+            and rows[0]['userMetadata'] -%}
         {%- set metadata = fromjson(rows[0]['userMetadata'], {}) -%}
         {%- set mark = metadata.get('cdc_lakehouse_watermark') if metadata is mapping else none -%}
-        {%- if mark is mapping and mark.get('table') == (relation | string) and mark.get('ingested_at') -%}
+        {%- if mark is mapping and mark.get('table') == (relation | string) and mark.get('ingested_at')
+                and (commit.operation != 'SET TBLPROPERTIES' or _cdc_sets_watermark(rows[0], mark)) -%}
             {%- do commit.update({'mark': mark}) -%}
         {%- endif -%}
     {%- endif -%}
@@ -126,9 +135,30 @@
     {{ return(commit.id is not none and recorded.get('upstream') == commit.id) }}
 {%- endmacro %}
 
+{% macro cdc_watermark_record_only(ingested_at) -%}
+    {#- The table properties of a run that has nothing to change but its watermark (gold.cdc_table_columns,
+        cdc_table_column_change): their commit (`alter table ... set tblproperties`) records the
+        watermark as every write does, for about 0.1 s. The property holds the watermark too,
+        which tells this commit from any other property set that a leftover setting of the
+        session's commit metadata would mark (_cdc_sets_watermark). -#}
+    {{ return({'cdc_lakehouse.watermark': ingested_at}) }}
+{%- endmacro %}
+
+{% macro _cdc_sets_watermark(row, mark) -%}
+    {#- whether the property set of `row` (of `describe history`) is a record-only run's, which sets
+        the watermark it records (cdc_watermark_record_only) -#}
+    {#- a mapping in a session, JSON text through the Thrift server -#}
+    {%- set parameters = row['operationParameters'] -%}
+    {%- set parameters = fromjson(parameters, {}) if parameters is string else parameters -%}
+    {%- set properties = parameters.get('properties') if parameters is mapping else none -%}
+    {%- set properties = fromjson(properties, {}) if properties is string else {} -%}
+    {{ return(properties is mapping and properties == cdc_watermark_record_only(mark['ingested_at'])) }}
+{%- endmacro %}
+
 {% macro cdc_watermark_operations() -%}
     {#- the Delta operations of a model's own write: an incremental run's MERGE or append
-        (WRITE), and a first build's or full refresh's create of the table -#}
+        (WRITE), and a first build's or full refresh's create of the table; and a run's that
+        had nothing to change but its watermark (cdc_watermark_record_only) -#}
     {{ return(['MERGE', 'WRITE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT']) }}
 {%- endmacro %}
 

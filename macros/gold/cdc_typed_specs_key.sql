@@ -19,7 +19,10 @@
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set columns = cdc_last_commit(ref('cdc_table_columns')).id -%}
+    {#- the commit that last wrote its rows: a run with nothing to change commits only its
+        watermark, naming that one (cdc_table_column_change) -#}
+    {%- set commit = cdc_last_commit(ref('cdc_table_columns')) -%}
+    {%- set columns = commit.mark.get('rows_commit') if commit.operation == 'SET TBLPROPERTIES' and commit.mark else commit.id -%}
     {%- set overrides = ref('cdc_column_type_overrides') -%}
     {%- set seeds = graph.nodes.values() | selectattr('resource_type', 'equalto', 'seed')
         | selectattr('name', 'equalto', overrides.identifier) | list -%}

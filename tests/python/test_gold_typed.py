@@ -31,7 +31,8 @@ def _decimal_bytes(unscaled: int) -> str:
     return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
 
 
-def _message(op: str, before: dict | None, after: dict | None, pos: int, fields: list[dict]) -> str:
+def _message(op: str, before: dict | None, after: dict | None, pos: int, fields: list[dict],
+             table: str = "typed") -> str:
     schema = {"type": "struct", "fields": [
         {"field": "before", "type": "struct", "fields": fields, "optional": True},
         {"field": "after", "type": "struct", "fields": fields, "optional": True},
@@ -39,7 +40,7 @@ def _message(op: str, before: dict | None, after: dict | None, pos: int, fields:
         {"field": "op", "type": "string"},
     ]}
     payload = {"before": before, "after": after, "op": op, "ts_ms": 1_700_000_000_000 + pos,
-               "source": {"db": "sales", "table": "typed", "file": "binlog.000001",
+               "source": {"db": "sales", "table": table, "file": "binlog.000001",
                           "pos": pos, "row": 0, "ts_ms": 1_700_000_000_000 + pos * 1000}}
     return dumps({"schema": schema, "payload": payload})
 
@@ -134,6 +135,68 @@ def test_typed_views_history_and_schema_evolution(lakehouse):
         "and (valid_to > timestamp'2023-11-14 22:17:00' or valid_to is null)"
     )
     assert sorted(r["pk"] for r in as_of) == ['{"id":2}', '{"id":9007199254740993}']
+
+
+DRIFT = "shop.sales.drift"
+
+
+def _drift(pos: int, qty_type: str, offset: int, extra: dict | None = None) -> tuple:
+    """An insert of key ``pos`` into sales.drift at binlog position ``pos``, its qty typed ``qty_type``."""
+    fields = [{"field": "id", "type": "int64", "optional": False},
+              {"field": "qty", "type": qty_type, "optional": True},
+              *([{"field": name, "type": "string", "optional": True} for name in extra] if extra else [])]
+    row = {"id": pos, "qty": str(pos) if qty_type == "string" else pos, **(extra or {})}
+    return envelope(DRIFT, 0, offset, _key(pos), _message("c", None, row, pos, fields, table="drift"))
+
+
+def _qty(lakehouse) -> dict:
+    return lakehouse.rows("select type_json, previous_type_json, last_seen_order from gold.cdc_table_columns "
+                          "where source_table = 'drift' and column_name = 'qty'")[0]
+
+
+def test_a_column_keeps_the_type_of_its_newest_change_across_increments_that_change_nothing(lakehouse, tmp_path):
+    """An increment that brings no new column and no new type leaves gold.cdc_table_columns as it
+    is: a property commit records its watermark (and the typed columns are not read again), so
+    a row's last_seen_order can be older than its column's newest change. A late change with
+    another type must still lose to that newer change: the run that would move a type reads
+    every change again."""
+    lakehouse.ingest([_drift(100, "int32", 0)], fmt="debezium-json")
+    lakehouse.build(tests=False)
+    first = _qty(lakehouse)
+    assert json.loads(first["type_json"])["type"] == "int32"
+
+    # the same type, newer: nothing to change, a property commit, the typed views left alone
+    lakehouse.ingest([_drift(300, "int32", 1)], fmt="debezium-json")
+    log = lakehouse.logged_build(tmp_path / "same")
+    assert "alter table gold.cdc_table_columns set tblproperties ('cdc_lakehouse.watermark' =" in log
+    assert "merge into gold.cdc_table_columns" not in log
+    assert "-- unchanged: its inputs are those of cdc.typed_specs in gold" in log
+    assert lakehouse.rows("describe history gold.cdc_table_columns limit 1")[0]["operation"] == "SET TBLPROPERTIES"
+    assert _qty(lakehouse) == first  # its last_seen_order left behind
+
+    # a late change (position 200, older than 300) typed string: 300's int32 stays
+    lakehouse.ingest([_drift(200, "string", 2)], fmt="debezium-json")
+    log = lakehouse.logged_build(tmp_path / "late")
+    assert "merge into gold.cdc_table_columns" in log
+    assert json.loads(_qty(lakehouse)["type_json"])["type"] == "int32"
+    assert _qty(lakehouse)["last_seen_order"] > first["last_seen_order"]
+    types = {r["col_name"]: r["data_type"] for r in lakehouse.rows("describe gold.sales__drift")}
+    assert types["qty"] == "int"
+
+    # a newer change typed int64: the type moves, the one before it is kept
+    lakehouse.ingest([_drift(400, "int64", 3)], fmt="debezium-json")
+    lakehouse.build(tests=False)
+    qty = _qty(lakehouse)
+    assert json.loads(qty["type_json"])["type"] == "int64" and json.loads(qty["previous_type_json"])["type"] == "int32"
+
+    # a new column: the increment's MERGE, and the typed view gains it
+    lakehouse.ingest([_drift(500, "int64", 4, {"note": "hello"})], fmt="debezium-json")
+    log = lakehouse.logged_build(tmp_path / "new-column")
+    assert "merge into gold.cdc_table_columns" in log
+    types = {r["col_name"]: r["data_type"] for r in lakehouse.rows("describe gold.sales__drift")}
+    assert types["qty"] == "bigint" and types["note"] == "string"
+    assert {r["id"]: r["note"] for r in lakehouse.rows("select id, note from gold.sales__drift")} == {
+        100: None, 200: None, 300: None, 400: None, 500: "hello"}
 
 
 def test_docs_describe_every_model_and_column(lakehouse):
