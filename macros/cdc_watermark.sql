@@ -146,19 +146,28 @@
 
 {% macro _cdc_sets_watermark(row, mark) -%}
     {#- whether the property set of `row` (of `describe history`) is a record-only run's, which sets
-        the watermark it records (cdc_watermark_record_only) -#}
-    {#- a mapping in a session, JSON text through the Thrift server -#}
+        the watermark it records (cdc_watermark_record_only). Its operationParameters are a
+        mapping in a session, whose 'properties' is JSON text; through the Thrift server, the
+        whole is one text whose inner quotes are not escaped (Spark's toHiveString), which no
+        JSON reader takes: so the property is looked for as text, `"name":"value"`, in both. -#}
     {%- set parameters = row['operationParameters'] -%}
-    {%- set parameters = fromjson(parameters, {}) if parameters is string else parameters -%}
-    {%- set properties = parameters.get('properties') if parameters is mapping else none -%}
-    {%- set properties = fromjson(properties, {}) if properties is string else {} -%}
-    {{ return(properties is mapping and properties == cdc_watermark_record_only(mark['ingested_at'])) }}
+    {%- if parameters is string -%}
+        {%- set parameters = fromjson(parameters, parameters) -%}
+    {%- endif -%}
+    {%- set text = (parameters.get('properties') if parameters is mapping else parameters) or '' -%}
+    {%- for name, value in cdc_watermark_record_only(mark['ingested_at']).items() -%}
+        {%- if ('"' ~ name ~ '":"' ~ value ~ '"') not in (text | string) -%}
+            {{ return(false) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(true) }}
 {%- endmacro %}
 
 {% macro cdc_watermark_operations() -%}
     {#- the Delta operations of a model's own write: an incremental run's MERGE or append
-        (WRITE), and a first build's or full refresh's create of the table; and a run's that
-        had nothing to change but its watermark (cdc_watermark_record_only) -#}
+        (WRITE), and a first build's or full refresh's create of the table (cdc_last_commit
+        also takes the property set of a run that had nothing else to change:
+        cdc_watermark_record_only) -#}
     {{ return(['MERGE', 'WRITE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT']) }}
 {%- endmacro %}
 

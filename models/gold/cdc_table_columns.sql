@@ -31,9 +31,12 @@
 {%- set unchanged = cdc_unchanged_since(recorded, silver_commit) %}
 {#- what the new changes would change (cdc_table_column_change): nothing but the orders (the
     table is left as it is and a property commit records the watermark), new columns (the
-    increment's MERGE), or a known column's type (every change is read again) #}
+    increment's MERGE), or a known column's type (every change is read again). Asked when the
+    last commit recorded which commit wrote the rows (a watermark read from the log, not
+    scanned), which a property commit names in turn, and silver's watermark is known #}
 {%- set change = cdc_table_column_change(cdc_table_column_rows(watermark, up_to))
-    if execute and is_incremental() and not unchanged and watermark is not none and up_to is not none else 'columns' %}
+    if is_incremental() and not unchanged and recorded.get('rows_commit') is not none and up_to is not none
+    else 'columns' %}
 {%- if change == 'none' %}
 {#- the rows stay those of the commit that last wrote them, which the typed columns' key names #}
 {%- do cdc_record_watermark(up_to, {'upstream': silver_commit.id, 'rows_commit': recorded.get('rows_commit')}) %}

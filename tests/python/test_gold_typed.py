@@ -198,6 +198,16 @@ def test_a_column_keeps_the_type_of_its_newest_change_across_increments_that_cha
     assert {r["id"]: r["note"] for r in lakehouse.rows("select id, note from gold.sales__drift")} == {
         100: None, 200: None, 300: None, 400: None, 500: "hello"}
 
+    # after a property set by hand (no watermark recorded) the next run scans for its watermark
+    # and, not knowing which commit wrote the rows, writes them; the run after it records only
+    lakehouse.spark.sql("alter table gold.cdc_table_columns set tblproperties ('cdc_lakehouse.test' = 'yes')")
+    lakehouse.ingest([_drift(600, "int64", 5, {"note": "x"})], fmt="debezium-json")
+    assert "merge into gold.cdc_table_columns" in lakehouse.logged_build(tmp_path / "by-hand")
+    lakehouse.ingest([_drift(700, "int64", 6, {"note": "y"})], fmt="debezium-json")
+    log = lakehouse.logged_build(tmp_path / "by-hand-then")
+    assert "alter table gold.cdc_table_columns set tblproperties ('cdc_lakehouse.watermark' =" in log
+    assert "-- unchanged: its inputs are those of cdc.typed_specs in gold" in log
+
 
 def test_docs_describe_every_model_and_column(lakehouse):
     """`dbt docs generate` over a built lakehouse: every model of the project and every column
