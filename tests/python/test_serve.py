@@ -108,21 +108,22 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
         assert ingest.returncode == 2 and "is open in another process" in ingest.stderr, ingest.stderr
         assert time.monotonic() - started < 2.5  # no wait for a server to let go
         # `lakehouse sql "..."` asks the server instead: statements in order on one connection,
-        # decimals exact at top level and inside a struct, the struct printed as a JSON object
+        # decimals exact at top level and inside a struct, the struct printed as a JSON object,
+        # binary as base64 (as a local session prints it)
         sql = subprocess.run(
             [str(BIN / "lakehouse"), "sql", "--json",
              "use gold; select pk, cast('9.999999999999999093266253' as decimal(38, 24)) as d, "
              "named_struct('n', cast('-12345678901234.000000000000000000000001' as decimal(38, 24)), "
-             "'s', 'é') as st from cdc_current_state where source_table = 'products' order by pk"],
+             "'s', 'é') as st, unhex('00ff') as b from cdc_current_state where source_table = 'products' order by pk"],
             env=lh.env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert sql.returncode == 0, sql.stderr[-4000:]
         assert f"`lakehouse serve` on 127.0.0.1:{port} has the Derby metastore" in sql.stderr, sql.stderr
         assert sql.stdout.splitlines() == [
             '{"pk": "{\\"id\\":101}", "d": 9.999999999999999093266253, '
-            '"st": {"n": -12345678901234.000000000000000000000001, "s": "é"}}',
+            '"st": {"n": -12345678901234.000000000000000000000001, "s": "é"}, "b": "AP8="}',
             '{"pk": "{\\"id\\":102}", "d": 9.999999999999999093266253, '
-            '"st": {"n": -12345678901234.000000000000000000000001, "s": "é"}}',
+            '"st": {"n": -12345678901234.000000000000000000000001, "s": "é"}, "b": "AP8="}',
         ], sql.stdout
         bad = subprocess.run([str(BIN / "lakehouse"), "sql", "select * from gold.no_such_table"],
                              env=lh.env, capture_output=True, text=True, timeout=300)  # fmt: skip
