@@ -19,8 +19,7 @@
 
         `recorded`, a mapping, receives what else the commit recorded with the watermark
         (cdc_record_watermark's `extra`), and stays empty when the watermark was scanned. Its
-        'rows_commit' is the id of the commit that last wrote the table's rows: the last commit
-        itself, unless that one recorded another (cdc_table_column_change's property commit).
+        'rows_commit' is the last commit's (cdc_last_commit).
     -#}
     {%- if not execute -%}
         {{ return(none) }}
@@ -32,10 +31,8 @@
             {{ _cdc_earlier_layout() }}
         {%- endif -%}
         {%- if recorded is mapping -%}
-            {#- the commit that last wrote the table's rows: this one, unless it recorded
-                another (a commit that records the watermark alone, gold.cdc_table_columns') -#}
-            {%- do recorded.update({'rows_commit': commit.id}) -%}
             {%- do recorded.update(mark) -%}
+            {%- do recorded.update({'rows_commit': commit.rows_commit}) -%}
         {%- endif -%}
         {{ return(mark['ingested_at']) }}
     {%- endif -%}
@@ -63,8 +60,11 @@
             'mark': the watermark the commit recorded (cdc_record_watermark), when it is that
                 table's own write's (cdc_watermark_operations), or a run's that had nothing to
                 change but its watermark (cdc_watermark_record_only); else none,
+            'rows_commit': the id of the commit that last wrote the table's rows: this one,
+                unless it is such a record-only run's, which names it (gold.cdc_table_columns';
+                read by its next run and by the typed columns' key),
         }
-        All three none when the table does not exist (a compile before any build) or has no
+        All none when the table does not exist (a compile before any build) or has no
         commit, and outside execution.
 
         Read once per invocation for a table other than the running model's own: a model reads
@@ -77,7 +77,7 @@
         cache learns of a table the run created only when the node ends (a first build's
         post-hook).
     -#}
-    {%- set none_known = {'id': none, 'operation': none, 'mark': none} -%}
+    {%- set none_known = {'id': none, 'operation': none, 'mark': none, 'rows_commit': none} -%}
     {%- if not execute or not written and adapter.get_relation(relation.database, relation.schema, relation.identifier) is none -%}
         {{ return(none_known) }}
     {%- endif -%}
@@ -104,6 +104,8 @@
             {%- do commit.update({'mark': mark}) -%}
         {%- endif -%}
     {%- endif -%}
+    {%- do commit.update({'rows_commit': commit.mark.get('rows_commit')
+        if commit.operation == 'SET TBLPROPERTIES' and commit.mark else commit.id}) -%}
     {%- if not own -%}
         {%- do cdc_remember_commit(relation, commit) -%}
     {%- endif -%}

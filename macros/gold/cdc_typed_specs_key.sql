@@ -21,8 +21,7 @@
     {%- endif -%}
     {#- the commit that last wrote its rows: a run with nothing to change commits only its
         watermark, naming that one (cdc_table_column_change) -#}
-    {%- set commit = cdc_last_commit(ref('cdc_table_columns')) -%}
-    {%- set columns = commit.mark.get('rows_commit') if commit.operation == 'SET TBLPROPERTIES' and commit.mark else commit.id -%}
+    {%- set columns = cdc_last_commit(ref('cdc_table_columns')).rows_commit -%}
     {%- set overrides = ref('cdc_column_type_overrides') -%}
     {%- set seeds = graph.nodes.values() | selectattr('resource_type', 'equalto', 'seed')
         | selectattr('name', 'equalto', overrides.identifier) | list -%}
