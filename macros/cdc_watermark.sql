@@ -9,9 +9,9 @@
         Read from the table's last commit when the model's own write recorded it there
         (cdc_record_watermark): one small file of the Delta log instead of a scan of the
         column, whose cost grows with the table (the MERGEs leave deletion vectors, so Delta
-        cannot answer max() from file statistics). Any other last commit (an OPTIMIZE, a
-        user's DELETE, another model's metadata, a write that recorded nothing) falls back to
-        the scan.
+        cannot answer max() from file statistics); an OPTIMIZE or a VACUUM after that write
+        changes nothing of it. Any other last commit (a user's DELETE, another model's
+        metadata, a write that recorded nothing) falls back to the scan.
 
         Either way it checks that the table's apply orders (`order_column`) are in the layout
         this version writes (cdc_apply_order_layout): orders of two layouts do not compare, so
@@ -19,7 +19,7 @@
 
         `recorded`, a mapping, receives what else the commit recorded with the watermark
         (cdc_record_watermark's `extra`), and stays empty when the watermark was scanned. Its
-        'rows_commit' is the last commit's (cdc_last_commit).
+        'rows_commit' and 'compacted' are the last commit's (cdc_last_commit).
     -#}
     {%- if not execute -%}
         {{ return(none) }}
@@ -32,7 +32,7 @@
         {%- endif -%}
         {%- if recorded is mapping -%}
             {%- do recorded.update(mark) -%}
-            {%- do recorded.update({'rows_commit': commit.rows_commit}) -%}
+            {%- do recorded.update({'rows_commit': commit.rows_commit, 'compacted': commit.compacted}) -%}
         {%- endif -%}
         {{ return(mark['ingested_at']) }}
     {%- endif -%}
@@ -63,9 +63,17 @@
             'rows_commit': the id of the commit that last wrote the table's rows: this one,
                 unless it is such a record-only run's, which names it (gold.cdc_table_columns';
                 read by its next run and by the typed columns' key),
+            'compacted': whether an OPTIMIZE came after the table's last write (below),
         }
         All none when the table does not exist (a compile before any build) or has no
         commit, and outside execution.
+
+        Commits that change no row (an OPTIMIZE, the history's compaction or a user's, a
+        VACUUM: cdc_rowless_maintenance) are passed over: the mark and the rows are those of
+        the write before them, which are still the table's (at most 8 commits back; beyond, as
+        for any other commit, no mark). The id stays the newest commit's: a table compacted
+        since a model recorded it is not unchanged to that model, whose next run then asks
+        what is new, and finds nothing.
 
         Read once per invocation for a table other than the running model's own: a model reads
         the commits of tables upstream of it, whose nodes have finished (their commit is the
@@ -77,7 +85,7 @@
         cache learns of a table the run created only when the node ends (a first build's
         post-hook).
     -#}
-    {%- set none_known = {'id': none, 'operation': none, 'mark': none, 'rows_commit': none} -%}
+    {%- set none_known = {'id': none, 'operation': none, 'mark': none, 'rows_commit': none, 'compacted': false} -%}
     {%- if not execute or not written and adapter.get_relation(relation.database, relation.schema, relation.identifier) is none -%}
         {{ return(none_known) }}
     {%- endif -%}
@@ -94,22 +102,43 @@
         'id': cdc_commit_id(relation, rows[0]),
         'operation': rows[0]['operation'],
         'mark': none,
+        'compacted': false,
     } -%}
-    {%- if (commit.operation in cdc_watermark_operations() or commit.operation == 'SET TBLPROPERTIES')
-            and rows[0]['userMetadata'] -%}
-        {%- set metadata = fromjson(rows[0]['userMetadata'], {}) -%}
+    {#- the write behind any maintenance commits: an OPTIMIZE (the history's compaction, or a
+        user's) changes no row, and the watermark its write recorded still holds -#}
+    {%- set written = {'row': rows[0]} -%}
+    {%- if rows[0]['operation'] in cdc_rowless_maintenance() -%}
+        {%- do written.update({'row': none}) -%}
+        {%- for row in run_query('describe history ' ~ relation ~ ' limit 8').rows -%}
+            {%- if written.row is none and row['operation'] not in cdc_rowless_maintenance() -%}
+                {%- do written.update({'row': row}) -%}
+            {%- elif written.row is none and row['operation'] in ('OPTIMIZE', 'REORG') -%}
+                {%- do commit.update({'compacted': true}) -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- set row = written.row -%}
+    {%- set operation = row['operation'] if row is not none else none -%}
+    {%- if (operation in cdc_watermark_operations() or operation == 'SET TBLPROPERTIES') and row['userMetadata'] -%}
+        {%- set metadata = fromjson(row['userMetadata'], {}) -%}
         {%- set mark = metadata.get('cdc_lakehouse_watermark') if metadata is mapping else none -%}
         {%- if mark is mapping and mark.get('table') == (relation | string) and mark.get('ingested_at')
-                and (commit.operation != 'SET TBLPROPERTIES' or _cdc_sets_watermark(rows[0], mark)) -%}
+                and (operation != 'SET TBLPROPERTIES' or _cdc_sets_watermark(row, mark)) -%}
             {%- do commit.update({'mark': mark}) -%}
         {%- endif -%}
     {%- endif -%}
-    {%- do commit.update({'rows_commit': commit.mark.get('rows_commit')
-        if commit.operation == 'SET TBLPROPERTIES' and commit.mark else commit.id}) -%}
+    {%- do commit.update({'rows_commit': commit.mark.get('rows_commit') if operation == 'SET TBLPROPERTIES' and commit.mark
+        else cdc_commit_id(relation, row if row is not none else rows[0])}) -%}
     {%- if not own -%}
         {%- do cdc_remember_commit(relation, commit) -%}
     {%- endif -%}
     {{ return(commit) }}
+{%- endmacro %}
+
+{% macro cdc_rowless_maintenance() -%}
+    {#- Delta operations that rewrite a table's files, or clean them up, without changing a row:
+        cdc_last_commit passes over their commits to the write before them -#}
+    {{ return(['OPTIMIZE', 'REORG', 'VACUUM START', 'VACUUM END']) }}
 {%- endmacro %}
 
 {% macro cdc_remember_commit(relation, commit) -%}

@@ -36,6 +36,9 @@
     the open partition for an increment of at most broadcast_limit changes (a larger one takes
     the full path unchecked). A copy of the open version itself (a replay) takes the full path,
     whose window drops it.
+
+    Each MERGE adds a file to every partition it writes: every cdc_history_compact_every MERGEs
+    a post-hook compacts the table (macros/gold/cdc_history_upkeep.sql).
 -#}
 {%- set history_columns = [
     'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
@@ -97,6 +100,14 @@
     {%- endfor %}
     {%- do extra.update({'orders': orders if stored_orders is mapping and orders | length <= 5000 else none}) %}
 {%- endif %}
+{#- the MERGEs since the table was last compacted, this one included, recorded with the
+    watermark; every cdc_history_compact_every of them, a post-hook compacts the table after
+    the MERGE (macros/gold/cdc_history_upkeep.sql) #}
+{%- if extra is not none and increment is not none and increment.changes > 0 %}
+    {%- set compaction = cdc_history_compaction(recorded) %}
+    {%- do extra.update({'writes_since_compaction': compaction.writes}) %}
+    {%- do cdc_hand_over('history_compaction', compaction) %}
+{%- endif %}
 {%- do cdc_record_watermark(counted.up_to if counted is not none else none, extra) %}
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
@@ -119,7 +130,7 @@
         'delta.dataSkippingStatsColumns':
             'source_database,source_schema,source_table,pk,apply_order,valid_from,valid_to,ingested_at',
     },
-    post_hook="{{ cdc_forget_watermark() }}",
+    post_hook=["{{ cdc_forget_watermark() }}", "{{ cdc_compact_history() }}"],
 ) }}
 {#- Statistics only on the columns readers filter by (a table, a key, a time, the watermark's
     ingested_at): those of the row image, the version id and the change id would only cost

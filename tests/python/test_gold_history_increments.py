@@ -181,6 +181,9 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
             "select concat_ws('/', coalesce(source_database, ''), coalesce(source_schema, ''), source_table) as t, "
             "max(apply_order) as newest from gold.cdc_history group by 1")
         assert mark.pop("orders") == {r["t"]: r["newest"] for r in newest}
+    if mark and table == "gold.cdc_history" and not first_build:
+        # the MERGEs since the last compaction (checked by its own test)
+        assert mark.pop("writes_since_compaction") >= 1, mark
     if mark and table == "gold.cdc_table_columns":
         # which commit last wrote the rows, when this one had nothing else to change (checked
         # by the test)
@@ -467,3 +470,65 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
     for r in after:
         assert r["version_id"] == earlier.get(identity(r), hashlib.md5(identity(r).encode()).hexdigest()), r
     assert sum(len(r["version_id"]) == 64 for r in after) == 2
+
+
+COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2})
+
+
+def _writes_since_compaction(commit: dict) -> int:
+    return json.loads(commit["userMetadata"])["cdc_lakehouse_watermark"]["writes_since_compaction"]
+
+
+def test_the_history_compacts_every_so_many_merges_and_the_next_run_passes_over_it(lakehouse, tmp_path):
+    """Each MERGE adds small files, which every later MERGE reads: every
+    cdc_history_compact_every MERGEs (2 here) the build compacts the history after its MERGE,
+    an OPTIMIZE that packs them and drops the rows the MERGEs marked deleted. The MERGEs are
+    counted in the watermarks they record. The OPTIMIZE changes no row: the next run reads the
+    watermark of the MERGE before it, not a scan of the table, and counts from 1 again; a
+    user's OPTIMIZE of silver is passed over alike."""
+    t = DebeziumTable("dbserver1", "inventory", "hist_compact", ["id"])
+    rows = {i: {"id": i, "v": "a"} for i in range(1, 4)}
+    sent = [t.insert(r) for r in rows.values()]
+    lakehouse.ingest(t.envelopes(sent, first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+
+    def land(ids: list[int], value: str) -> None:
+        batch = [t.update(rows[i], {**rows[i], "v": value}) for i in ids]
+        rows.update({i: {**rows[i], "v": value} for i in ids})
+        lakehouse.ingest(t.envelopes(batch, first_offset=len(sent)), fmt="debezium-json")
+        sent.extend(batch)
+
+    def commits() -> list[dict]:
+        return lakehouse.rows("describe history gold.cdc_history limit 2")
+
+    land([1], "b")
+    lakehouse.build("--vars", COMPACT_EVERY_TWO, tests=False)
+    assert commits()[0]["operation"] == "MERGE"
+    assert _writes_since_compaction(commits()[0]) == 1
+    land([2], "b")
+    lakehouse.build("--vars", COMPACT_EVERY_TWO, tests=False)
+    optimize, merge = commits()
+    assert (optimize["operation"], merge["operation"]) == ("OPTIMIZE", "MERGE")
+    assert _writes_since_compaction(merge) == 2
+    assert not optimize["userMetadata"]
+    # the two MERGEs' files packed, and the open versions they closed dropped from theirs
+    metrics = optimize["operationMetrics"]
+    assert int(metrics["numRemovedFiles"]) > int(metrics["numAddedFiles"]) > 0, metrics
+    assert int(metrics["numDeletionVectorsRemoved"]) > 0, metrics
+    everything = "select * from gold.cdc_history{} order by version_id"
+    assert lakehouse.rows(everything.format("")) == lakehouse.rows(
+        everything.format(f" version as of {merge['version']}"))
+
+    lakehouse.spark.sql("optimize silver.cdc_parsed")
+    land([2, 3], "c")
+    log = lakehouse.logged_build(tmp_path / "logs", "--vars", COMPACT_EVERY_TWO)
+    # each model read the watermark its last write recorded, from the log: no scan of its table
+    assert "select cast(max(ingested_at) as string) as newest" not in log
+    assert "select coalesce(max(ingested_at)" not in log
+    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
+    for table in WATERMARKED:
+        assert _recorded(lakehouse, table)["ingested_at"] == newest, table
+    assert commits()[0]["operation"] == "MERGE"
+    assert _writes_since_compaction(commits()[0]) == 1
+    assert lakehouse.current_state("hist_compact") == {
+        ("hist_compact", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}
