@@ -33,9 +33,10 @@
         Post-hook of gold.cdc_history: the compaction cdc_history_compaction decided, after the
         MERGE. One OPTIMIZE of the table, with the session's settings for it (put back after):
         the files under 16 MB, which each MERGE adds, are packed into files of up to 128 MB, and
-        every file with rows marked deleted (the open partitions' files, which each MERGE's
-        closed versions leave so) is written again without them. A first build's files (about
-        30 MB each at 4M changes) are otherwise left as they are. Run after
+        every file with more than 5% of its rows marked deleted (Delta's maxDeletedRowsRatio:
+        the open partitions' files, where each MERGE leaves the versions it closed) is written
+        again without them. A first build's files (about 30 MB each at 4M changes) are
+        otherwise left as they are. Run after
         cdc_forget_watermark: the commit records nothing of its own.
     -#}
     {%- set compaction = cdc_handed('history_compaction') -%}
