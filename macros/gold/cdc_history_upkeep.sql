@@ -23,9 +23,10 @@
         compacts after its MERGE}. `recorded`: what the last write recorded with its watermark
         (cdc_watermark), with whether an OPTIMIZE came after it ('compacted').
     -#}
-    {%- set every = var('cdc_history_compact_every', 100) -%}
+    {%- set setting = var('cdc_history_compact_every', 100) -%}
+    {%- set every = 0 if setting in (none, false, 'false') else setting | int -%}
     {%- set writes = (0 if recorded.get('compacted') else recorded.get('writes_since_compaction', 0) | int) + 1 -%}
-    {{ return({'writes': writes, 'compact': every not in (none, false, 'false', 0) and writes >= every | int}) }}
+    {{ return({'writes': writes, 'compact': every > 0 and writes >= every}) }}
 {%- endmacro %}
 
 {% macro cdc_compact_history() -%}
