@@ -520,6 +520,7 @@ def test_the_history_compacts_every_so_many_merges_and_the_next_run_passes_over_
         everything.format(f" version as of {merge['version']}"))
 
     lakehouse.spark.sql("optimize silver.cdc_parsed")
+    assert lakehouse.rows("describe history silver.cdc_parsed limit 1")[0]["operation"] == "OPTIMIZE"
     land([2, 3], "c")
     log = lakehouse.logged_build(tmp_path / "logs", "--vars", COMPACT_EVERY_TWO)
     # each model read the watermark its last write recorded, from the log: no scan of its table
