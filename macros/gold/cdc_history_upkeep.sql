@@ -37,11 +37,12 @@
         every file with more than 5% of its rows marked deleted (Delta's maxDeletedRowsRatio:
         the open partitions' files, where each MERGE leaves the versions it closed) is written
         again without them. A first build's files (about 30 MB each at 4M changes) are
-        otherwise left as they are. Run after
-        cdc_forget_watermark: the commit records nothing of its own.
+        otherwise left as they are. Run after cdc_forget_watermark: the commit records nothing
+        of its own.
     -#}
+    {#- none outside execution, and when the model's compile handed nothing over -#}
     {%- set compaction = cdc_handed('history_compaction') -%}
-    {%- if not execute or not compaction or not compaction.compact -%}
+    {%- if not compaction or not compaction.compact -%}
         {{ return('') }}
     {%- endif -%}
     {{ log('gold.cdc_history: compacting its files after ' ~ compaction.writes ~ ' MERGEs (cdc_history_compact_every)', info=true) }}
