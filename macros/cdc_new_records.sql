@@ -34,6 +34,8 @@
                 it while the patterns are the same. None when nothing is to be recorded,
             'code': the digest of the code the table's last write ran (cdc_code_digest, which
                 the model records with its watermark); none when it recorded none,
+            'recorded': everything that write recorded with its watermark (cdc_watermark's
+                `recorded`; empty on a first run),
         }
         The run reads exactly the records looked at here (ingested_at in (after, up_to]), so a
         record landed meanwhile waits for the next run.
@@ -41,7 +43,7 @@
     {%- set result = {
         'after': none, 'upstream': none, 'up_to': none, 'none_new': false, 'formats': none,
         'topic_formats': {}, 'parser_topics': {}, 'mixed': true, 'unparsable': 1, 'seeded': none,
-        'code': none,
+        'code': none, 'recorded': {},
     } -%}
     {%- set bronze = source('bronze', 'kafka_records') -%}
     {%- if not execute or adapter.get_relation(bronze.database, bronze.schema, bronze.identifier) is none -%}
@@ -51,7 +53,7 @@
         a later run that finds it still the newest knows that no record landed since -#}
     {%- set bronze_commit = cdc_last_commit(bronze) -%}
     {%- do result.update({'upstream': bronze_commit.id}) -%}
-    {%- set recorded = {} -%}
+    {%- set recorded = result.recorded -%}
     {%- if incremental -%}
         {%- do result.update({'after': cdc_watermark('ingested_at', recorded=recorded)}) -%}
         {%- do result.update({'code': recorded.get('code')}) -%}

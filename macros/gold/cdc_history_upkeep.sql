@@ -14,6 +14,8 @@
     Not Delta's auto compaction (`delta.autoOptimize.autoCompact`): tried on a 4M lakehouse, it
     compacted the open partitions and silver after every write once it had started (30-75 MB
     rewritten each time), and a following loader's increments went from 15-17 s to 24-26 s.
+
+    Silver's compaction, and what the two share, are in macros/cdc_compaction.sql.
 #}
 
 {% macro cdc_history_compaction(recorded) -%}
@@ -23,8 +25,7 @@
         compacts after its MERGE}. `recorded`: what the last write recorded with its watermark
         (cdc_watermark), with whether an OPTIMIZE came after it ('compacted').
     -#}
-    {%- set setting = var('cdc_history_compact_every', 100) -%}
-    {%- set every = 0 if setting in (none, false, 'false') else setting | int -%}
+    {%- set every = cdc_compact_every('cdc_history_compact_every') -%}
     {%- set writes = (0 if recorded.get('compacted') else recorded.get('writes_since_compaction', 0) | int) + 1 -%}
     {{ return({'writes': writes, 'compact': every > 0 and writes >= every}) }}
 {%- endmacro %}
@@ -33,11 +34,11 @@
     {#-
         Post-hook of gold.cdc_history: the compaction cdc_history_compaction decided, after the
         MERGE. One OPTIMIZE of the table, with the session's settings for it (put back after):
-        the files under 16 MB, which each MERGE adds, are packed into files of up to 128 MB, and
-        every file with more than 5% of its rows marked deleted (Delta's maxDeletedRowsRatio:
-        the open partitions' files, where each MERGE leaves the versions it closed) is written
-        again without them. A first build's files (about 30 MB each at 4M changes) are
-        otherwise left as they are. Run after cdc_forget_watermark: the commit records nothing
+        the files under 16 MB, which each MERGE adds, are packed into files of up to 128 MB
+        (cdc_optimize_files), and every file with more than 5% of its rows marked deleted
+        (Delta's maxDeletedRowsRatio: the open partitions' files, where each MERGE leaves the
+        versions it closed) is written again without them. A first build's files (about 30 MB
+        each at 4M changes) are otherwise left as they are. Run after cdc_forget_watermark: the commit records nothing
         of its own.
     -#}
     {#- none outside execution, and when the model's compile handed nothing over -#}
@@ -46,13 +47,6 @@
         {{ return('') }}
     {%- endif -%}
     {{ log('gold.cdc_history: compacting its files after ' ~ compaction.writes ~ ' MERGEs (cdc_history_compact_every)', info=true) }}
-    {%- set sizes = {'minFileSize': 16 * 1024 * 1024, 'maxFileSize': 128 * 1024 * 1024} -%}
-    {%- for name, size in sizes.items() -%}
-        {%- do run_query('set spark.databricks.delta.optimize.' ~ name ~ ' = ' ~ size) -%}
-    {%- endfor -%}
-    {%- do run_query('optimize ' ~ this) -%}
-    {%- for name in sizes -%}
-        {%- do run_query('reset spark.databricks.delta.optimize.' ~ name) -%}
-    {%- endfor -%}
+    {%- do cdc_optimize_files(this) -%}
     {{ return('') }}
 {%- endmacro %}

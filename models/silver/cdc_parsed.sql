@@ -16,6 +16,7 @@
     tblproperties={
         'delta.dataSkippingStatsColumns': 'ingested_at,source_format,source_table,kafka_topic',
     },
+    pre_hook=["{{ cdc_compact_before_write('silver_compaction') }}"],
     post_hook=["{{ cdc_parse_leftovers() }}", "{{ cdc_forget_watermark() }}"],
 ) }}
 {#- Statistics only on the columns readers filter by: downstream models skip files by
@@ -39,6 +40,14 @@
 {%- set consumed = {'upstream': plan.upstream, 'code': code} -%}
 {%- if plan.seeded is not none -%}
     {%- do consumed.update({'seeded': plan.seeded}) -%}
+{%- endif -%}
+{#- and how many appends came since the table was last compacted: every
+    cdc_silver_compact_every of them, a pre-hook compacts the table before the append
+    (macros/cdc_compaction.sql) -#}
+{%- if is_incremental() and plan.up_to is not none and not plan.none_new -%}
+    {%- set compaction = cdc_silver_compaction(plan.recorded) -%}
+    {%- do consumed.update({'writes_since_compaction': compaction.writes}) -%}
+    {%- do cdc_hand_over('silver_compaction', compaction) -%}
 {%- endif -%}
 {%- do cdc_record_watermark(plan.up_to or plan.after, consumed) -%}
 {%- if plan.none_new and code is not none and plan.code == code %}

@@ -191,6 +191,9 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
     if mark and table == "silver.cdc_parsed":
         # the parse records the digest of the code it ran (macros/cdc_code_digest.sql)
         assert re.fullmatch("[0-9a-f]{32}", mark.pop("code")), mark
+    if mark and table == "silver.cdc_parsed" and not first_build:
+        # the appends since the last compaction (checked by its own test)
+        assert mark.pop("writes_since_compaction") >= 1, mark
     return mark
 
 
@@ -473,6 +476,7 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
 
 
 COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2})
+SILVER_EVERY_TWO = json.dumps({"cdc_silver_compact_every": 2})
 
 
 def _writes_since_compaction(commit: dict) -> int:
@@ -533,3 +537,45 @@ def test_the_history_compacts_every_so_many_merges_and_the_next_run_passes_over_
     assert _writes_since_compaction(commits()[0]) == 1
     assert lakehouse.current_state("hist_compact") == {
         ("hist_compact", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}
+
+
+def test_silver_compacts_before_every_so_many_appends_and_keeps_new_changes_apart(lakehouse):
+    """Each build appends small files to silver, which every later read plans over: every
+    cdc_silver_compact_every appends (2 here) the next build compacts silver before its own
+    append. So the compacted files hold only changes the models below have read, and the new
+    append's changes sit in files of their own (which the history and the table columns read
+    by ingest time). The OPTIMIZE records nothing; the write after it counts from 1 again."""
+    t = DebeziumTable("dbserver1", "inventory", "silver_compact", ["id"])
+    rows = {i: {"id": i, "v": "a"} for i in range(1, 4)}
+    sent = [t.insert(r) for r in rows.values()]
+    lakehouse.ingest(t.envelopes(sent, first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+
+    def land_and_build(i: int, value: str) -> list[dict]:
+        batch = [t.update(rows[i], {**rows[i], "v": value})]
+        rows[i] = {**rows[i], "v": value}
+        lakehouse.ingest(t.envelopes(batch, first_offset=len(sent)), fmt="debezium-json")
+        sent.extend(batch)
+        lakehouse.build("--vars", SILVER_EVERY_TWO, tests=False)
+        return lakehouse.rows("describe history silver.cdc_parsed limit 2")
+
+    assert [(c["operation"], _writes_since_compaction(c)) for c in land_and_build(1, "b")[:1]] == [("WRITE", 1)]
+    assert [(c["operation"], _writes_since_compaction(c)) for c in land_and_build(2, "b")[:1]] == [("WRITE", 2)]
+    append, optimize = land_and_build(3, "b")
+    assert (append["operation"], optimize["operation"]) == ("WRITE", "OPTIMIZE")
+    assert _writes_since_compaction(append) == 1
+    assert not optimize["userMetadata"]
+    metrics = optimize["operationMetrics"]
+    assert int(metrics["numRemovedFiles"]) > int(metrics["numAddedFiles"]) > 0, metrics
+    # the newest append's changes are in files that hold nothing older
+    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
+    files: dict[str, set[str]] = {}
+    for r in lakehouse.rows("select distinct _metadata.file_path as file, cast(ingested_at as string) as t "
+                            "from silver.cdc_parsed"):
+        files.setdefault(r["file"], set()).add(r["t"])
+    assert [times for times in files.values() if newest in times] == [{newest}], files
+    assert lakehouse.rows("select count(*) as n from silver.cdc_parsed where record_kind = 'change'") == [{"n": 6}]
+    for table in WATERMARKED:
+        assert _recorded(lakehouse, table)["ingested_at"] == newest, table
+    assert lakehouse.current_state("silver_compact") == {
+        ("silver_compact", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}
