@@ -38,8 +38,9 @@
         (cdc_optimize_files), and every file with more than 5% of its rows marked deleted
         (Delta's maxDeletedRowsRatio: the open partitions' files, where each MERGE leaves the
         versions it closed) is written again without them. A first build's files (about 30 MB
-        each at 4M changes) are otherwise left as they are. Run after cdc_forget_watermark: the commit records nothing
-        of its own.
+        each at 4M changes) are otherwise left as they are. A VACUUM follows with
+        cdc_vacuum_after_compaction. Run after cdc_forget_watermark: the commits record nothing
+        of their own.
     -#}
     {#- none outside execution, and when the model's compile handed nothing over -#}
     {%- set compaction = cdc_handed('history_compaction') -%}

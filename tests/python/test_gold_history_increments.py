@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 
 from cdc_messages import DebeziumTable
 from conftest import DBT_TARGET, PROJECT
@@ -476,7 +477,8 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
 
 
 COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2})
-SILVER_EVERY_TWO = json.dumps({"cdc_silver_compact_every": 2})
+# and a VACUUM after each compaction
+SILVER_EVERY_TWO = json.dumps({"cdc_silver_compact_every": 2, "cdc_vacuum_after_compaction": True})
 
 
 def _writes_since_compaction(commit: dict) -> int:
@@ -550,6 +552,10 @@ def test_silver_compacts_before_every_so_many_appends_and_keeps_new_changes_apar
     sent = [t.insert(r) for r in rows.values()]
     lakehouse.ingest(t.envelopes(sent, first_offset=0), fmt="debezium-json")
     lakehouse.build(tests=False)
+    # the files a compaction replaces are deleted at once by the VACUUM after it (kept 7 days
+    # by default)
+    lakehouse.spark.sql("alter table silver.cdc_parsed set tblproperties "
+                        "('delta.deletedFileRetentionDuration' = 'interval 0 hours')")
 
     def land_and_build(i: int, value: str) -> list[dict]:
         batch = [t.update(rows[i], {**rows[i], "v": value})]
@@ -557,7 +563,8 @@ def test_silver_compacts_before_every_so_many_appends_and_keeps_new_changes_apar
         lakehouse.ingest(t.envelopes(batch, first_offset=len(sent)), fmt="debezium-json")
         sent.extend(batch)
         lakehouse.build("--vars", SILVER_EVERY_TWO, tests=False)
-        return lakehouse.rows("describe history silver.cdc_parsed limit 2")
+        return [c for c in lakehouse.rows("describe history silver.cdc_parsed limit 4")
+                if not c["operation"].startswith("VACUUM")][:2]
 
     assert [(c["operation"], _writes_since_compaction(c)) for c in land_and_build(1, "b")[:1]] == [("WRITE", 1)]
     assert [(c["operation"], _writes_since_compaction(c)) for c in land_and_build(2, "b")[:1]] == [("WRITE", 2)]
@@ -567,6 +574,15 @@ def test_silver_compacts_before_every_so_many_appends_and_keeps_new_changes_apar
     assert not optimize["userMetadata"]
     metrics = optimize["operationMetrics"]
     assert int(metrics["numRemovedFiles"]) > int(metrics["numAddedFiles"]) > 0, metrics
+    # the VACUUM after it deleted the files it replaced (and nothing the table holds)
+    vacuum_end, vacuum_start = [c for c in lakehouse.rows("describe history silver.cdc_parsed limit 4")
+                                if c["operation"].startswith("VACUUM")]
+    assert (vacuum_end["operation"], vacuum_start["operation"]) == ("VACUUM END", "VACUUM START")
+    assert int(vacuum_end["operationMetrics"]["numDeletedFiles"]) >= int(metrics["numRemovedFiles"]), vacuum_end
+    location = lakehouse.rows("describe detail silver.cdc_parsed")[0]["location"].removeprefix("file:")
+    on_disk = {str(p) for p in Path(location).rglob("*.parquet") if "_delta_log" not in p.parts}
+    live = {r["f"] for r in lakehouse.rows("select distinct _metadata.file_path as f from silver.cdc_parsed")}
+    assert on_disk == {f.removeprefix("file:") for f in live}, (on_disk, live)
     # the newest append's changes are in files that hold nothing older
     newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
     files: dict[str, set[str]] = {}
