@@ -2,8 +2,8 @@
     Compaction of the tables a build writes a little to every time. An increment appends a file
     or a few to silver.cdc_parsed (one per partition it writes) and MERGEs a few into
     gold.cdc_history: a loader that builds every minute leaves a thousand small files a day.
-    Every read of silver then plans over them all, and a scan reads them all: a copy of the 4M
-    bench's silver, warm, with 1,000 files of 40 changes appended to its 31, read its newest
+    Every read of silver then plans over them all, and a scan reads them all: a copy of a 4M
+    lakehouse's silver, warm, with 1,000 files of 40 changes appended to its 31, read its newest
     changes in 0.41-0.47 s against 0.22-0.27 s, scanned its op column in 1.16-1.22 s against
     0.34-0.36 s, and counted its tables in 1.61-1.93 s against 0.60-0.68 s.
 
@@ -16,8 +16,8 @@
 #}
 
 {% macro cdc_compact_every(name) -%}
-    {#- The var `name` as a number of writes: 0 (never) when unset, false or "0" (a --vars text
-        may give a string) -#}
+    {#- The var `name` as a number of writes: 100 when the project does not set it, 0 (never)
+        when it is null, false or "0" (a --vars text may give a string) -#}
     {%- set setting = var(name, 100) -%}
     {{ return(0 if setting in (none, false, 'false') else setting | int) }}
 {%- endmacro %}
@@ -54,7 +54,8 @@
         At an increment of silver.cdc_parsed that appends: {'writes': the appends since the
         table was last compacted, this one included, for the write to record with its
         watermark; 'compact': whether this run compacts the table before its append (the
-        pre-hook cdc_compact_before_write)}. `recorded`: what the last write recorded with its
+        pre-hook cdc_compact_before_write); 'before': the appends before this one, for the
+        log}. `recorded`: what the last write recorded with its
         watermark (cdc_watermark), with whether an OPTIMIZE came after it ('compacted'). The run
         that would make the count exceed `cdc_silver_compact_every` compacts the appends
         before it, and its own append counts 1.
