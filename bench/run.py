@@ -173,7 +173,7 @@ class Step:
     def __init__(self, name: str, cmd: list[str], env: dict[str, str], check: bool = True) -> None:
         shown = [Path(cmd[0]).name] + ["<script>" if "\n" in c else c for c in cmd[1:6]]
         print(f"[bench] {name}: {' '.join(shown)} ...", file=sys.stderr, flush=True)
-        started = time.monotonic()
+        started, self.started_at = time.monotonic(), time.time()
         proc = subprocess.Popen(cmd, env=env, cwd=PROJECT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         memory = PeakMemory(proc.pid)
@@ -196,15 +196,24 @@ def land(name: str, args: list[str], expected: dict[str, int], env: dict[str, st
             "peak_gib": step.peak_gib, "per_format": expected}
 
 
-def model_seconds(target_path: str | None = None) -> dict[str, float]:
-    """Seconds per model and seed of the last dbt run (run_results.json in dbt's target folder:
-    ``target_path``, else ``DBT_TARGET_PATH`` when set): where the time went."""
-    target = PROJECT / (target_path or os.environ.get("DBT_TARGET_PATH", "target"))
+def model_seconds(target_path: str | None = None, since: float | None = None) -> dict[str, float]:
+    """Seconds per model and seed of the last dbt build (run_results.json in dbt's target folder:
+    ``target_path``, else ``DBT_TARGET_PATH`` when set): where the time went.
+
+    Empty, so that the table leaves the build out rather than show another run's nodes, when the
+    file is older than ``since`` (``time.time()`` as the build started: it wrote no file here,
+    as when the ``lakehouse`` command found another checkout's project) or holds no model (the
+    data tests' run wrote it): a run of stop 55 printed the data tests' timings under every
+    build but the first, for the first reason."""
+    path = PROJECT / (target_path or os.environ.get("DBT_TARGET_PATH", "target")) / "run_results.json"
     try:
-        results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
+        if since is not None and path.stat().st_mtime < since:
+            return {}
+        results = json.loads(path.read_text(encoding="utf-8"))["results"]
     except (OSError, KeyError, ValueError):
         return {}
-    return {r["unique_id"].rsplit(".", 1)[-1]: round(r["execution_time"], 1) for r in results}
+    return {r["unique_id"].rsplit(".", 1)[-1]: round(r["execution_time"], 1) for r in results
+            if r["unique_id"].split(".", 1)[0] in ("model", "seed")}
 
 
 def check_answer(when: str, expected: dict[str, int], env: dict[str, str], problems: list[str]) -> int:
@@ -257,7 +266,7 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
     build = Step("first build", build_cmd, env)
     result["first_build_s"], result["first_build_peak_gib"] = build.seconds, build.peak_gib
     result["first_build_changes_per_s"] = changes / build.seconds
-    result["first_build_models_s"] = model_seconds()
+    result["first_build_models_s"] = model_seconds(since=build.started_at)
     result["live_rows_gold"] = check_answer("the first build", expected_first, env, problems)
 
     test = Step("data tests", [str(BIN / "dbt"), "test", "--profiles-dir", str(PROJECT / "profiles"),
@@ -283,12 +292,12 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
     inc = Step("incremental build", build_cmd, env)
     result["incremental_build_s"], result["incremental_build_peak_gib"] = inc.seconds, inc.peak_gib
     result["incremental_vs_first"] = inc.seconds / build.seconds
-    result["incremental_build_models_s"] = model_seconds()
+    result["incremental_build_models_s"] = model_seconds(since=inc.started_at)
     check_answer("the incremental build", expected_more, env, problems)
 
     # the fixed cost of a build process: nothing new to parse, merge or type
     idle = Step("build with nothing new", build_cmd, env)
-    result["idle_build_s"], result["idle_build_models_s"] = idle.seconds, model_seconds()
+    result["idle_build_s"], result["idle_build_models_s"] = idle.seconds, model_seconds(since=idle.started_at)
     result["incremental_above_idle_s"] = inc.seconds - idle.seconds
     result.update(land_and_build(source, increment, offsets, env, out, changes, problems))
     result["land_and_build_separately_s"] = result["land_increment"]["s"] + inc.seconds
@@ -374,9 +383,10 @@ def served_builds(source: generate.Source, increment: int, offsets: dict, build_
             builds.append(Step(f"server: incremental build ({n - 1})", served_cmd, served_env))
         result["served_first_incremental_s"] = builds[0].seconds
         result["served_incremental_s"] = builds[1].seconds
-        result["served_incremental_models_s"] = model_seconds(served_target)
+        result["served_incremental_models_s"] = model_seconds(served_target, since=builds[1].started_at)
         idle = Step("server: build with nothing new", served_cmd, served_env)
-        result["served_idle_s"], result["served_idle_models_s"] = idle.seconds, model_seconds(served_target)
+        result["served_idle_s"], result["served_idle_models_s"] = idle.seconds, model_seconds(served_target,
+                                                                                          since=idle.started_at)
         check_answer("the builds through the server", expected, env, problems)
     finally:
         result["serve_peak_gib"] = memory.stop()
@@ -527,8 +537,10 @@ def follow_builds(source: generate.Source, increment: int, offsets: dict, env: d
         memory = PeakMemory(loader.pid)
         try:
             builds = [_followed_build(1, loader, log_err)]
+            last_started = time.time()
             for n, (path, _) in enumerate(files, start=2):
                 produce(path, info.bootstrap_servers, create=False)
+                last_started = time.time()
                 builds.append(_followed_build(n, loader, log_err))
             loader.send_signal(signal.SIGINT)
             status = loader.wait(180)
@@ -542,7 +554,8 @@ def follow_builds(source: generate.Source, increment: int, offsets: dict, env: d
         problems.append(f"following loader: exit {status}, landed {landed.group(1) if landed else '?'} of {records}")
     check_answer("the following loader's builds", expected, env, problems)
     result.update({"follow_warmup_s": builds[0], "follow_first_incremental_s": builds[1],
-                   "follow_incremental_s": builds[2], "follow_incremental_models_s": model_seconds()})
+                   "follow_incremental_s": builds[2],
+                   "follow_incremental_models_s": model_seconds(since=last_started)})
     return result
 
 

@@ -112,3 +112,26 @@ def test_generated_history_reaches_gold_exactly(tmp_path: Path) -> None:
     assert got.keys() == want.keys()
     wrong = {k: (want[k], got[k]) for k in want if got[k] != want[k]}
     assert not wrong, f"{len(wrong)} rows differ, e.g. {list(wrong.items())[:3]}"
+
+
+def test_the_per_node_table_takes_only_the_builds_own_models(tmp_path: Path) -> None:
+    """The table of seconds per dbt node reads the run_results.json dbt leaves: one the build did
+    not write (older than the build) or one of the data tests' run would put another run's
+    nodes under the build, so either gives nothing."""
+    import run  # bench/run.py
+
+    target = tmp_path / "target"
+    target.mkdir()
+    results = target / "run_results.json"
+    results.write_text(json.dumps({"results": [
+        {"unique_id": "model.cdc_lakehouse.cdc_history", "execution_time": 8.74},
+        {"unique_id": "seed.cdc_lakehouse.cdc_op_codes", "execution_time": 0.21},
+        {"unique_id": "test.cdc_lakehouse.unique_cdc_parsed_record_id.e169f821ac", "execution_time": 3.1},
+    ]}), encoding="utf-8")
+    written = results.stat().st_mtime
+    assert run.model_seconds(str(target), since=written - 1) == {"cdc_history": 8.7, "cdc_op_codes": 0.2}
+    assert run.model_seconds(str(target), since=written + 60) == {}
+    results.write_text(json.dumps({"results": [
+        {"unique_id": "test.cdc_lakehouse.unique_cdc_parsed_record_id.e169f821ac", "execution_time": 3.1},
+    ]}), encoding="utf-8")
+    assert run.model_seconds(str(target)) == {}
