@@ -22,6 +22,13 @@
     {{ return(0 if setting in (none, false, 'false') else setting | int) }}
 {%- endmacro %}
 
+{% macro cdc_writes_since_compaction(recorded) -%}
+    {#- The writes since the table was last compacted that its last write recorded with its
+        watermark (`recorded`, cdc_watermark's): 0 when an OPTIMIZE came after that write
+        ('compacted': cdc_last_commit passed over it), or when it recorded none -#}
+    {{ return(0 if recorded.get('compacted') else recorded.get('writes_since_compaction', 0) | int) }}
+{%- endmacro %}
+
 {% macro cdc_optimize_files(relation) -%}
     {#- One OPTIMIZE of `relation` with the session's settings for it, put back after: files
         under 16 MB are packed into files of up to 128 MB. A first build's files (about 30 MB
@@ -61,7 +68,7 @@
         before it, and its own append counts 1.
     -#}
     {%- set every = cdc_compact_every('cdc_silver_compact_every') -%}
-    {%- set before = 0 if recorded.get('compacted') else recorded.get('writes_since_compaction', 0) | int -%}
+    {%- set before = cdc_writes_since_compaction(recorded) -%}
     {%- set compact = every > 0 and before >= every -%}
     {{ return({'writes': 1 if compact else before + 1, 'compact': compact, 'before': before}) }}
 {%- endmacro %}

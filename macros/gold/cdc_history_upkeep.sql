@@ -26,7 +26,7 @@
         (cdc_watermark), with whether an OPTIMIZE came after it ('compacted').
     -#}
     {%- set every = cdc_compact_every('cdc_history_compact_every') -%}
-    {%- set writes = (0 if recorded.get('compacted') else recorded.get('writes_since_compaction', 0) | int) + 1 -%}
+    {%- set writes = cdc_writes_since_compaction(recorded) + 1 -%}
     {{ return({'writes': writes, 'compact': every > 0 and writes >= every}) }}
 {%- endmacro %}
 
