@@ -31,7 +31,8 @@ per table must equal the generator's own final state, the quarantine must be emp
 tests must pass and the floor must count the same live rows. A wrong answer is reported loudly
 and makes the exit status 1: a fast wrong pipeline is not a result.
 
-Prints a Markdown table and writes bench/out/summary.json (the machine and every figure).
+Prints a Markdown table and writes bench/out/summary.json (the machine, a yardstick of its speed: a
+fixed Python loop timed before the scales, and every figure).
 """
 
 from __future__ import annotations
@@ -588,8 +589,46 @@ def parse_project() -> float:
     return step.seconds
 
 
+# A fixed single-threaded loop, timed before the scales: the same code on every machine, so it
+# says how fast this one is. Hosts of one size (2 cores, 24 GiB) have differed by 2.3x from one
+# session to the next (the 4M floor 35.3 s, then 82.0 s), which moves every figure by as much:
+# compare figures of two runs only with their yardsticks, and the ratios within one run.
+YARDSTICK_LOOP = 10_000_000
+
+
+def yardstick_seconds(rounds: int = 3, loop: int = YARDSTICK_LOOP) -> float:
+    """The fastest of ``rounds`` timings of a plain Python loop of ``loop`` additions: seconds.
+
+    The fastest, not the mean: a round another process slows only ever takes longer.
+    """
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        total = 0
+        for i in range(loop):
+            total += i
+        best = min(best, time.perf_counter() - started)
+        assert total == loop * (loop - 1) // 2
+    return best
+
+
+def cpu_model() -> tuple[str, float | None]:
+    """The processor's name and clock (MHz) as /proc/cpuinfo gives them; ("?", None) elsewhere."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return "?", None
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)  # the last processor's
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    try:
+        mhz = float(fields["cpu MHz"])
+    except (KeyError, ValueError):
+        mhz = None
+    return fields.get("model name", "?"), mhz
+
+
 def machine() -> dict:
-    """What the figures were measured on."""
+    """What the figures were measured on, with the yardstick that says how fast it is."""
     from importlib import metadata
 
     memory_kib = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
@@ -599,8 +638,10 @@ def machine() -> dict:
         java_version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
     except (OSError, IndexError):
         java_version = "?"
+    model, mhz = cpu_model()
     return {
         "cpus": os.cpu_count(), "memory_gib": round(memory_kib / 1024 / 1024, 1),
+        "cpu_model": model, "cpu_mhz": mhz, "yardstick_s": round(yardstick_seconds(), 3),
         "platform": platform.platform(), "python": platform.python_version(), "java": java_version,
         "spark": metadata.version("pyspark"), "delta": metadata.version("delta-spark"),
         "dbt": metadata.version("dbt-core"),
@@ -653,7 +694,14 @@ def table(results: list[dict], summary: dict) -> str:
         ("driver peak: following loader (GiB)", "follow_peak_gib", "{:.2f}"),
         ("answer", lambda r: "WRONG" if r["problems"] else "correct"),
     ]
-    lines = ["| measure | " + " | ".join(f"{r['changes']:,}" for r in results) + " |",
+    host = summary.get("machine", {})
+    lines = []
+    if "yardstick_s" in host:
+        clock = f" at {host['cpu_mhz']:,.0f} MHz" if host.get("cpu_mhz") else ""
+        lines += [f"machine: {host.get('cpus')} x {host.get('cpu_model', '?')}{clock}, "
+                  f"{host.get('memory_gib')} GiB; yardstick (a fixed Python loop, fastest of 3): "
+                  f"{host['yardstick_s']:.2f} s\n"]
+    lines += ["| measure | " + " | ".join(f"{r['changes']:,}" for r in results) + " |",
              "| --- |" + " --- |" * len(results)]
     for label, key, *fmt in rows:
         cells = [key(r) if callable(key) else fmt[0].format(r[key]) if key in r else "-" for r in results]

@@ -135,3 +135,23 @@ def test_the_per_node_table_takes_only_the_builds_own_models(tmp_path: Path) -> 
         {"unique_id": "test.cdc_lakehouse.unique_cdc_parsed_record_id.e169f821ac", "execution_time": 3.1},
     ]}), encoding="utf-8")
     assert run.model_seconds(str(target)) == {}
+
+
+def test_the_figures_come_with_the_machine_and_its_yardstick() -> None:
+    """Hosts of one size have differed by 2.3x between sessions: the summary names the processor
+    and times a fixed loop, and the printed table says both above the figures, so two runs'
+    figures can be told apart by their machines' speed."""
+    import run  # bench/run.py
+
+    short, longer = run.yardstick_seconds(rounds=2, loop=100_000), run.yardstick_seconds(rounds=2, loop=2_000_000)
+    assert 0 < short < longer
+    host = run.machine()
+    assert host["yardstick_s"] > 0 and host["cpu_model"] != "?" and host["cpu_mhz"] > 0
+    result = {"changes": 1000, "records": 1010, "problems": [],
+              "live_rows_gold": 9, "live_rows_floor": 9, "live_rows_expected": 9}
+    printed = run.table([result], {"machine": host})
+    first, rest = printed.split("\n", 1)
+    assert first.startswith(f"machine: {host['cpus']} x {host['cpu_model']} at ")
+    assert f"yardstick (a fixed Python loop, fastest of 3): {host['yardstick_s']:.2f} s" in first
+    assert "| measure | 1,000 |" in rest
+    assert run.table([result], {}).startswith("| measure | 1,000 |")
