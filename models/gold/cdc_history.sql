@@ -109,6 +109,11 @@
     {%- do cdc_hand_over('history_compaction', compaction) %}
 {%- endif %}
 {%- do cdc_record_watermark(counted.up_to if counted is not none else none, extra) %}
+{#- an increment that MERGEs joins its source to the open partition by hash, not by sorting
+    every open version (macros/cdc_merge_joins.sql); put back by a post-hook #}
+{%- if increment is not none and increment.changes > 0 %}
+    {%- do cdc_merge_by_hash_join() %}
+{%- endif %}
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = counted is none or counted.truncations > 0 %}
@@ -130,7 +135,7 @@
         'delta.dataSkippingStatsColumns':
             'source_database,source_schema,source_table,pk,apply_order,valid_from,valid_to,ingested_at',
     },
-    post_hook=["{{ cdc_forget_watermark() }}", "{{ cdc_compact_history() }}"],
+    post_hook=["{{ cdc_forget_watermark() }}", "{{ cdc_forget_merge_hash_join() }}", "{{ cdc_compact_history() }}"],
 ) }}
 {#- Statistics only on the columns readers filter by (a table, a key, a time, the watermark's
     ingested_at): those of the row image, the version id and the change id would only cost

@@ -95,6 +95,35 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     assert len(lakehouse.rows("select * from gold.cdc_key_state where source_table = 'hist'")) == 4
 
 
+def test_an_increment_merges_by_hash_join_and_puts_the_session_back(lakehouse, tmp_path):
+    """Delta's MERGE joins its source with every row of the open partition: an increment sets
+    the session to hash that join, not sort it (macros/cdc_merge_joins.sql), for its MERGE
+    only. The settings are set before the MERGE and reset after it, the session then holds
+    what it held before, and a build with nothing new (no MERGE) does not touch them."""
+    keys = ("spark.sql.join.preferSortMergeJoin", "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold")
+    before = {key: lakehouse.spark.conf.get(key) for key in keys}
+    t = DebeziumTable("dbserver1", "inventory", "hist_hash", ["id"])
+    rows = {i: {"id": i, "v": "a"} for i in range(1, 4)}
+    first = [t.insert(r) for r in rows.values()]
+    lakehouse.ingest(t.envelopes(first, first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+    second = [t.update(rows[1], {"id": 1, "v": "b"}), t.insert({"id": 4, "v": "a"})]
+    lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
+    log = lakehouse.logged_build(tmp_path / "increment")
+
+    merge = log.index("merge into gold.cdc_history as DBT_INTERNAL_DEST")
+    sets = [log.rindex(f"set {key} = {value}", 0, merge) for key, value in zip(keys, ("false", "64m"), strict=True)]
+    resets = [log.index(f"reset {key}", merge) for key in keys]
+    assert max(sets) < merge < min(resets)
+    assert {key: lakehouse.spark.conf.get(key) for key in keys} == before
+    assert lakehouse.current_state("hist_hash") == {
+        ("hist_hash", f'{{"id":{i}}}'): {"id": str(i), "v": v} for i, v in ((1, "b"), (2, "a"), (3, "a"), (4, "a"))}
+
+    idle = lakehouse.logged_build(tmp_path / "nothing-new")
+    assert "merge into gold.cdc_history" not in idle
+    assert not any(f"set {key} =" in idle for key in keys)
+
+
 def test_late_change_recomputes_the_closed_versions_of_its_key(lakehouse):
     t = DebeziumTable("dbserver1", "inventory", "hist_late", ["id"])
     row = {"id": 1, "v": "a"}
