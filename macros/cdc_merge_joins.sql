@@ -24,22 +24,24 @@
 
 {% macro cdc_merge_by_hash_join() -%}
     {#- At compile time, in a model whose run is about to MERGE: the session's joins by hash
-        (cdc_merge_join_settings) for its statements, which the post-hook
-        cdc_forget_merge_hash_join puts back. Nothing outside execution. -#}
+        (cdc_merge_join_settings) for its statements, handed over (cdc_hand_over) to the
+        post-hook cdc_forget_merge_hash_join, which puts them back. Nothing outside execution. -#}
     {%- if execute -%}
-        {%- for key, value in cdc_merge_join_settings().items() -%}
+        {%- set settings = cdc_merge_join_settings() -%}
+        {%- for key, value in settings.items() -%}
             {%- do run_query('set ' ~ key ~ ' = ' ~ value) -%}
         {%- endfor -%}
+        {%- do cdc_hand_over('merge_join_settings', settings) -%}
     {%- endif -%}
 {%- endmacro %}
 
 {% macro cdc_forget_merge_hash_join() -%}
-    {#- Post-hook: the settings cdc_merge_by_hash_join changed, reset to the session's own
-        (a setting the cluster gives keeps the cluster's value). Harmless when none was set. -#}
-    {%- if execute -%}
-        {%- for key in cdc_merge_join_settings() -%}
-            {%- do run_query('reset ' ~ key) -%}
-        {%- endfor -%}
-    {%- endif -%}
+    {#- Post-hook: the settings cdc_merge_by_hash_join set in this run, reset to the session's
+        own (a setting the cluster gives keeps the cluster's value). A run that set none (a
+        build with nothing new) sends no statement. -#}
+    {%- set settings = cdc_handed('merge_join_settings') -%}
+    {%- for key in settings or {} -%}
+        {%- do run_query('reset ' ~ key) -%}
+    {%- endfor -%}
     {{ return('') }}
 {%- endmacro %}
