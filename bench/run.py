@@ -591,7 +591,7 @@ def parse_project() -> float:
 
 # A fixed single-threaded loop, timed before the scales: the same code on every machine, so it
 # says how fast this one is. Hosts of one size (2 cores, 24 GiB) have differed by 2.3x from one
-# session to the next (the 4M floor 35.3 s, then 82.0 s), which moves every figure by as much:
+# session to the next (the 4M floor 35.3 s, then 88.3 s), which moves every figure by as much:
 # compare figures of two runs only with their yardsticks, and the ratios within one run.
 YARDSTICK_LOOP = 10_000_000
 
@@ -618,8 +618,8 @@ def cpu_model() -> tuple[str, float | None]:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
         return "?", None
-    fields = dict(line.split(":", 1) for line in lines if ":" in line)  # the last processor's
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    # the last processor's fields
+    fields = {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in lines if ":" in line)}
     try:
         mhz = float(fields["cpu MHz"])
     except (KeyError, ValueError):
