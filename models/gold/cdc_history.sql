@@ -100,10 +100,13 @@
     {%- endfor %}
     {%- do extra.update({'orders': orders if stored_orders is mapping and orders | length <= 5000 else none}) %}
 {%- endif %}
+{#- an increment with new changes MERGEs (one with none writes nothing); counted is then the
+    increment, so extra is set #}
+{%- set merges = increment is not none and increment.changes > 0 %}
 {#- the MERGEs since the table was last compacted, this one included, recorded with the
     watermark; every cdc_history_compact_every of them, a post-hook compacts the table after
     the MERGE (macros/gold/cdc_history_upkeep.sql) #}
-{%- if extra is not none and increment is not none and increment.changes > 0 %}
+{%- if merges %}
     {%- set compaction = cdc_history_compaction(recorded) %}
     {%- do extra.update({'writes_since_compaction': compaction.writes}) %}
     {%- do cdc_hand_over('history_compaction', compaction) %}
@@ -111,7 +114,7 @@
 {%- do cdc_record_watermark(counted.up_to if counted is not none else none, extra) %}
 {#- an increment that MERGEs joins its source to the open partition by hash, not by sorting
     every open version (macros/cdc_merge_joins.sql); put back by a post-hook #}
-{%- if increment is not none and increment.changes > 0 %}
+{%- if merges %}
     {%- do cdc_merge_by_hash_join() %}
 {%- endif %}
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
