@@ -14,20 +14,16 @@
     faster in each).
 #}
 
-{% macro cdc_merge_join_settings() -%}
-    {#- The session settings a MERGE runs with (cdc_merge_by_hash_join), and their values. -#}
-    {{ return({
-        'spark.sql.join.preferSortMergeJoin': 'false',
-        'spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold': '64m',
-    }) }}
-{%- endmacro %}
-
 {% macro cdc_merge_by_hash_join() -%}
     {#- At compile time, in a model whose run is about to MERGE: the session's joins by hash
-        (cdc_merge_join_settings) for its statements, handed over (cdc_hand_over) to the
-        post-hook cdc_forget_merge_hash_join, which puts them back. Nothing outside execution. -#}
+        for its statements (no preference for the sort-merge join; the shuffled hash join under
+        64 MB a partition), handed over (cdc_hand_over) to the post-hook
+        cdc_forget_merge_hash_join, which puts them back. Nothing outside execution. -#}
     {%- if execute -%}
-        {%- set settings = cdc_merge_join_settings() -%}
+        {%- set settings = {
+            'spark.sql.join.preferSortMergeJoin': 'false',
+            'spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold': '64m',
+        } -%}
         {%- for key, value in settings.items() -%}
             {%- do run_query('set ' ~ key ~ ' = ' ~ value) -%}
         {%- endfor -%}
