@@ -39,6 +39,19 @@ def _merge_statement() -> str:
     return text[text.index("merge into"):]
 
 
+def _build_and_test_the_history(lakehouse) -> None:
+    """The models, then the data tests of what an increment of the history writes or reads.
+
+    The history's consistency, the current state against the latest change, the key state's
+    and the changes' own tests (the strict apply order): 20 of the project's 57 data tests.
+    The seeds', bronze's and the other silver tables' tests check nothing an increment of the
+    history changes, and all 57 took about 20 s of each such build (test_data_tests.py runs them
+    all on every format's fixtures).
+    """
+    lakehouse.build(tests=False)
+    lakehouse.dbt("test", "--select", "cdc_history", "cdc_current_state", "cdc_key_state", "cdc_changes")
+
+
 def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     t = DebeziumTable("dbserver1", "inventory", "hist", ["id"])
     one, two, three = {"id": 1, "v": "a"}, {"id": 2, "v": "a"}, {"id": 3, "v": "a"}
@@ -52,7 +65,7 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     second = [t.update({**one, "v": "b"}, {**one, "v": "c"}), t.insert({**two, "v": "again"}),
               t.update(three, {"id": 4, "v": "a"}), t.update({**one, "v": "c"}, {**one, "v": "d"})]
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
-    lakehouse.build()
+    _build_and_test_the_history(lakehouse)
     merge = _merge_statement()
     assert "DBT_INTERNAL_DEST.is_open and" in merge
     # nothing stored is read: each key's open version is closed by key, by a closer that is
@@ -137,7 +150,7 @@ def test_late_change_recomputes_the_closed_versions_of_its_key(lakehouse):
     # the update to "c" is older than the stored open version ("d") and slots in before it:
     # the closed version "b" gets a new end
     lakehouse.ingest(t.envelopes([upd_c], first_offset=3), fmt="debezium-json")
-    lakehouse.build()
+    _build_and_test_the_history(lakehouse)
     assert "DBT_INTERNAL_DEST.is_open" not in _merge_statement()
     values = lakehouse.rows(
         "select get_json_object(row, '$.v') as v, is_open, is_current from gold.cdc_history "
@@ -343,7 +356,7 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
         "alter table gold.cdc_history set tblproperties ('cdc_lakehouse.test' = 'yes')")
     newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from gold.cdc_history")[0]["t"]
     lakehouse.ingest(t.envelopes(messages[3:], first_offset=3), fmt="debezium-json")
-    lakehouse.build()
+    _build_and_test_the_history(lakehouse)
     assert _compiled_watermark("cdc_history") == newest
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "d"}}
 
@@ -387,7 +400,7 @@ def test_apply_orders_of_the_padded_layout_ask_for_a_full_refresh(lakehouse):
     # the full refresh the message asks for rebuilds every model in the one layout
     lakehouse.build("--full-refresh", tests=False)
     lakehouse.ingest(t.envelopes(messages[2:], first_offset=2), fmt="debezium-json")
-    lakehouse.build()
+    _build_and_test_the_history(lakehouse)
     assert lakehouse.current_state("hist_layout") == {("hist_layout", '{"id":1}'): {"id": "1", "v": "c"}}
     for table in ("silver.cdc_changes", "gold.cdc_history"):
         longest = lakehouse.rows(f"select max(length(apply_order)) as n from {table}")[0]["n"]
@@ -411,7 +424,7 @@ def test_a_late_change_older_than_a_stored_truncate_is_truncated_too(lakehouse):
 
     late = [ins_two, t.update(three, {**three, "v": "b"})]
     lakehouse.ingest(t.envelopes(late, first_offset=3), fmt="debezium-json")
-    lakehouse.build()
+    _build_and_test_the_history(lakehouse)
     assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and ingested_at <=", _compiled_history(), re.S)
     assert _recorded(lakehouse, "gold.cdc_history")["truncations"] == 1
     # key 2's insert came before the truncate: the truncate ends it, as it ended key 1
@@ -495,7 +508,7 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
 
     lakehouse.ingest(t.envelopes([t.update(one, {**one, "v": "b"}), t.insert({"id": 3, "v": "a"})],
                                  first_offset=len(first)), fmt="debezium-json")
-    lakehouse.build()
+    _build_and_test_the_history(lakehouse)
     after = versions()
     assert [(r["pk"], r["op"], r["is_open"]) for r in after] == [
         ('{"id":1}', "c", False), ('{"id":1}', "u", True), ('{"id":2}', "c", True), ('{"id":3}', "c", True),
