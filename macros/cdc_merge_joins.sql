@@ -14,22 +14,16 @@
     faster in each).
 #}
 
-{% macro cdc_merge_by_hash_join(replace_where=false) -%}
+{% macro cdc_merge_by_hash_join() -%}
     {#- At compile time, in a model whose run is about to MERGE: the session's joins by hash
         for its statements (no preference for the sort-merge join; the shuffled hash join under
         64 MB a partition), handed over (cdc_hand_over) to the post-hook
-        cdc_forget_merge_hash_join, which puts them back. Nothing outside execution.
-        `replace_where`: the MERGE is sent as an overwrite of a partition that writes rows
-        outside it too (cdc_merge_replace_where): Delta's check that each row written meets the
-        overwrite's predicate is off as well, and put back with the others. -#}
+        cdc_forget_merge_hash_join, which puts them back. Nothing outside execution. -#}
     {%- if execute -%}
         {%- set settings = {
             'spark.sql.join.preferSortMergeJoin': 'false',
             'spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold': '64m',
         } -%}
-        {%- if replace_where -%}
-            {%- do settings.update({'spark.databricks.delta.replaceWhere.constraintCheck.enabled': 'false'}) -%}
-        {%- endif -%}
         {%- for key, value in settings.items() -%}
             {%- do run_query('set ' ~ key ~ ' = ' ~ value) -%}
         {%- endfor -%}

@@ -27,10 +27,6 @@
     {%- endfor -%}
     {%- if not keys and not merge_on -%}
         {%- do predicates.append('false') -%}
-    {%- endif -%}
-    {%- set replace_where = _cdc_merge_marker('cdc_merge_replace_where') -%}
-    {%- if replace_where and target_filter and merge_on and insert_when and update_columns -%}
-        {{ return(_cdc_replace_where_sql(target, source, dest_columns, replace_where, target_filter, merge_on, insert_when, update_columns)) }}
     {%- endif %}
 
     merge into {{ target }} as DBT_INTERNAL_DEST
@@ -44,40 +40,6 @@
     {%- else %} *
     {%- endif %}
     when not matched {%- if insert_when %} and ({{ insert_when }}){% endif %} then insert *
-{%- endmacro %}
-
-{% macro _cdc_replace_where_sql(target, source, dest_columns, replace_where, target_filter, merge_on, insert_when, update_columns) -%}
-    {#-
-        The MERGE above as one overwrite of the target rows it searches (cdc_merge_replace_where):
-        those rows written again, each with the update columns of the source row that matches it
-        (at most one does), and the source rows to insert beside them, in one commit that
-        replaces the files holding the rows `replace_where` selects (a partition). The rows
-        written include rows that leave that partition (a closed version): Delta's check that
-        every row written meets the predicate is off for the statement
-        (cdc_merge_by_hash_join). The source's updating rows are few and broadcast.
-    -#}
-    {#- dbt-spark passes no dest_columns: the target's, in its order (the insert is by position) -#}
-    {%- set columns = (dest_columns or adapter.get_columns_in_relation(target)) | map(attribute='name') | list %}
-    insert into {{ target }} replace where {{ replace_where }}
-    select /*+ broadcast(DBT_INTERNAL_SOURCE) */
-    {%- for column in columns %}
-        {%- if column in update_columns %}
-        case when DBT_INTERNAL_SOURCE.cdc_matched then DBT_INTERNAL_SOURCE.{{ column }} else DBT_INTERNAL_DEST.{{ column }} end as {{ column }}
-        {%- else %}
-        DBT_INTERNAL_DEST.{{ column }}
-        {%- endif %}{{ "," if not loop.last }}
-    {%- endfor %}
-    from {{ target }} as DBT_INTERNAL_DEST
-    left join (
-        select true as cdc_matched, * from {{ source }} as DBT_INTERNAL_SOURCE
-        where not ({{ insert_when }})
-    ) as DBT_INTERNAL_SOURCE
-        on {{ merge_on }}
-    where {{ target_filter }}
-    union all
-    select {{ columns | join(', ') }}
-    from {{ source }} as DBT_INTERNAL_SOURCE
-    where {{ insert_when }}
 {%- endmacro %}
 
 {% macro _cdc_merge_marker(name) -%}
@@ -95,19 +57,6 @@
         row can be touched. A comment, so the model's query is unchanged.
     -#}
     /* cdc_merge_target_filter: {{ predicate }} */
-{%- endmacro %}
-
-{% macro cdc_merge_replace_where(predicate) -%}
-    {#-
-        Placed beside cdc_merge_target_filter and cdc_merge_on (with an `insert_when`) in an
-        incremental model with merge_update_columns: its MERGE is sent as an overwrite of the
-        target rows it searches, `predicate` over the target's columns without an alias (a
-        partition: Delta drops its files in the commit without reading them). For a model whose
-        searched rows are few enough that writing them all again costs less than Delta's
-        MERGE's two passes over them (gold.cdc_history's open partition, below
-        cdc_history_rewrite_open_below). A comment, as cdc_merge_target_filter.
-    -#}
-    /* cdc_merge_replace_where: {{ predicate }} */
 {%- endmacro %}
 
 {% macro cdc_merge_on(predicate, insert_when=none) -%}

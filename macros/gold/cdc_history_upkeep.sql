@@ -51,24 +51,3 @@
     {%- do cdc_optimize_files(this) -%}
     {{ return('') }}
 {%- endmacro %}
-
-{% macro cdc_history_rewrites_open(relation) -%}
-    {#-
-        Whether an in-order increment of gold.cdc_history (`relation`) writes its open partition
-        again rather than MERGE into it (cdc_merge_replace_where): while the whole table, by
-        Delta's log (`describe detail`, no data read), holds at most
-        `cdc_history_rewrite_open_below` bytes (the var, 1 GiB by default; 0: always MERGE).
-        Delta's MERGE reads the open partition twice, the keys to find the files it touches,
-        then those files (all of them: every file holds keys of every table) to write the closed
-        versions again; writing the whole partition once cost less up to 3.4M open versions
-        (bench/README.md, Stop 63). Above the bound the MERGE, which writes only what moves,
-        keeps a trickle into a large history from writing all of its open versions every run.
-    -#}
-    {%- set limit = var('cdc_history_rewrite_open_below', 1073741824) -%}
-    {%- if not execute or not limit or limit | int <= 0 -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {%- set detail = run_query('describe detail ' ~ relation) -%}
-    {%- set size = detail.rows[0]['sizeInBytes'] if detail.rows | length > 0 else none -%}
-    {{ return(size is not none and size | int <= limit | int) }}
-{%- endmacro %}

@@ -37,16 +37,7 @@
     the full path unchecked). A copy of the open version itself (a replay) takes the full path,
     whose window drops it.
 
-    While the table holds at most cdc_history_rewrite_open_below bytes (1 GiB by default), such
-    an in-order increment is not a MERGE: one overwrite of the open partition
-    (cdc_merge_replace_where) writes every open version again, the ones the closers end moved
-    to the closed partition, beside the new versions. Delta's MERGE read the open partition
-    twice (its keys, then every file, since each holds keys of every table) and wrote deletion
-    vectors; the overwrite reads it once (open versions of 3.4M keys, 40,000 new versions,
-    warm: 7.4-8.1 s against 11.2-13.1 s; bench/README.md, Stop 63). Above the bound a trickle
-    MERGEs, which writes only what moves.
-
-    Each write adds a file to every partition it writes: every cdc_history_compact_every writes
+    Each MERGE adds a file to every partition it writes: every cdc_history_compact_every MERGEs
     a post-hook compacts the table (macros/gold/cdc_history_upkeep.sql).
 -#}
 {%- set history_columns = [
@@ -123,6 +114,9 @@
 {%- do cdc_record_watermark(counted.up_to if counted is not none else none, extra) %}
 {#- an increment that MERGEs joins its source to the open partition by hash, not by sorting
     every open version (macros/cdc_merge_joins.sql); put back by a post-hook #}
+{%- if merges %}
+    {%- do cdc_merge_by_hash_join() %}
+{%- endif %}
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = counted is none or counted.truncations > 0 %}
@@ -132,14 +126,6 @@
 {#- a small increment's keys are broadcast to the scan of the stored versions, which then need
     no shuffle (every stored version would cross it to meet a few thousand keys) #}
 {%- set broadcast_keys = increment is not none and increment.changes <= broadcast_limit %}
-{#- an in-order increment of a history under cdc_history_rewrite_open_below bytes writes its
-    open partition again, with the versions it closes and the new ones, in one overwrite of that
-    partition instead of a MERGE (cdc_merge_replace_where; macros/gold/cdc_history_upkeep.sql):
-    its closers are broadcast to the open versions, so only an increment that broadcasts its keys #}
-{%- set rewrite_open = merges and open_only and broadcast_keys and cdc_history_rewrites_open(this) %}
-{%- if merges %}
-    {%- do cdc_merge_by_hash_join(replace_where=rewrite_open) %}
-{%- endif %}
 
 {{ config(
     materialized='incremental',
@@ -498,9 +484,6 @@ select * from final
 union all
 select * from closers
 {{ cdc_merge_target_filter('DBT_INTERNAL_DEST.is_open') }}
-{%- if rewrite_open %}
-{{ cdc_merge_replace_where('is_open') }}
-{%- endif %}
 {{ cdc_merge_on(
     'DBT_INTERNAL_SOURCE.version_id is null'
     ~ ' and DBT_INTERNAL_SOURCE.source_database <=> DBT_INTERNAL_DEST.source_database'

@@ -10,7 +10,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from cdc_messages import DebeziumTable
 from conftest import DBT_TARGET, PROJECT
 
@@ -36,13 +35,11 @@ def _compiled_history() -> str:
 
 
 def _merge_statement() -> str:
-    """The history's write as the last build sent it: its MERGE, or the overwrite of its open
-    partition that an in-order increment of a small history sends instead."""
     text = RUN_SQL.read_text()
-    return text[text.index("merge into" if "merge into" in text else "insert into"):]
+    return text[text.index("merge into"):]
 
 
-def _build_and_test_the_history(lakehouse, *args: str) -> None:
+def _build_and_test_the_history(lakehouse) -> None:
     """The models, then the data tests of what an increment of the history writes or reads.
 
     The history's consistency, the current state against the latest change, the key state's
@@ -52,17 +49,11 @@ def _build_and_test_the_history(lakehouse, *args: str) -> None:
     the format tests (test_formats_*.py), the generated history and the CLI's end-to-end test
     run all of them.
     """
-    lakehouse.build(*args, tests=False)
+    lakehouse.build(tests=False)
     lakehouse.dbt("test", "--select", "cdc_history", "cdc_current_state", "cdc_key_state", "cdc_changes")
 
 
-@pytest.mark.parametrize("rewrite_below", [None, 0], ids=["rewrites-the-open-partition", "merges"])
-def test_in_order_increment_writes_the_open_partition_only(lakehouse, rewrite_below):
-    """An in-order increment reads nothing stored but the open partition and writes only it
-    and the new closed versions: under cdc_history_rewrite_open_below (1 GiB by default, so
-    every test-sized history) one overwrite of the open partition, at 0 a MERGE into it; the
-    same versions either way."""
-    run_vars = () if rewrite_below is None else ("--vars", json.dumps({"cdc_history_rewrite_open_below": rewrite_below}))
+def test_in_order_increment_merges_the_open_partition_only(lakehouse):
     t = DebeziumTable("dbserver1", "inventory", "hist", ["id"])
     one, two, three = {"id": 1, "v": "a"}, {"id": 2, "v": "a"}, {"id": 3, "v": "a"}
     first = [t.insert(one), t.insert(two), t.insert(three), t.update(one, {**one, "v": "b"}),
@@ -75,25 +66,13 @@ def test_in_order_increment_writes_the_open_partition_only(lakehouse, rewrite_be
     second = [t.update({**one, "v": "b"}, {**one, "v": "c"}), t.insert({**two, "v": "again"}),
               t.update(three, {"id": 4, "v": "a"}), t.update({**one, "v": "c"}, {**one, "v": "d"})]
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
-    _build_and_test_the_history(lakehouse, *run_vars)
+    _build_and_test_the_history(lakehouse)
     merge = _merge_statement()
+    assert "DBT_INTERNAL_DEST.is_open and" in merge
     # nothing stored is read: each key's open version is closed by key, by a closer that is
     # never inserted; the new versions are windowed among themselves
     assert "DBT_INTERNAL_SOURCE.pk = DBT_INTERNAL_DEST.pk" in merge
-    if rewrite_below is None:
-        # the open partition written again in one commit, the closed versions beside it
-        assert merge.startswith("insert into gold.cdc_history replace where is_open")
-        assert "where DBT_INTERNAL_DEST.is_open" in merge and "merge into" not in merge
-        assert "where DBT_INTERNAL_SOURCE.version_id is not null" in merge
-        history = lakehouse.rows("describe history gold.cdc_history limit 1")[0]
-        assert history["operation"] == "WRITE" and "is_open" in history["operationParameters"]["predicate"]
-        # the open partition's earlier files are gone: one open version per key, not the
-        # stored ones beside the ones written again
-        assert lakehouse.rows("select count(*) as n from gold.cdc_history where is_open")[0]["n"] == 4
-    else:
-        assert "DBT_INTERNAL_DEST.is_open and" in merge
-        assert "when not matched and (DBT_INTERNAL_SOURCE.version_id is not null) then insert" in merge
-        assert lakehouse.rows("describe history gold.cdc_history limit 1")[0]["operation"] == "MERGE"
+    assert "when not matched and (DBT_INTERNAL_SOURCE.version_id is not null) then insert" in merge
     assert "gold.cdc_history" not in _compiled_history()
     # no run has consumed a truncate: silver is not scanned for earlier ones
     assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and false", _compiled_history(), re.S)
@@ -122,30 +101,21 @@ def test_in_order_increment_writes_the_open_partition_only(lakehouse, rewrite_be
     ]
 
     # nothing new: the history's source is empty, no MERGE runs, and nothing moves
-    lakehouse.build(*run_vars, tests=False)
+    lakehouse.build(tests=False)
     compiled = (COMPILED / "cdc_history.sql").read_text()
     assert "/* cdc_nothing_to_write */" in compiled and "new_changes" not in compiled
-    assert "merge into" not in RUN_SQL.read_text() and "insert into" not in RUN_SQL.read_text()
+    assert "merge into" not in RUN_SQL.read_text()
     assert _versions(lakehouse, "hist") == expected
     assert len(lakehouse.rows("select * from gold.cdc_key_state where source_table = 'hist'")) == 4
 
 
-@pytest.mark.parametrize("rewrite_below", [None, 0], ids=["rewrites-the-open-partition", "merges"])
-def test_an_increment_merges_by_hash_join_and_puts_the_session_back(lakehouse, tmp_path, rewrite_below):
+def test_an_increment_merges_by_hash_join_and_puts_the_session_back(lakehouse, tmp_path):
     """Delta's MERGE joins its source with every row of the open partition: an increment sets
     the session to hash that join, not sort it (macros/cdc_merge_joins.sql), for its MERGE
-    only; the overwrite of the open partition that a small history's in-order increment sends
-    instead also turns off Delta's check that each row written stays in that partition. The
-    settings are set before the write and reset after it, the session then holds what it held
-    before, and a build with nothing new (no write) sends none."""
-    run_vars = () if rewrite_below is None else ("--vars", json.dumps({"cdc_history_rewrite_open_below": rewrite_below}))
+    only. The settings are set before the MERGE and reset after it, the session then holds
+    what it held before, and a build with nothing new (no MERGE) sends neither."""
     keys = ("spark.sql.join.preferSortMergeJoin", "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold")
-    values = ("false", "64m")
-    if rewrite_below is None:
-        keys += ("spark.databricks.delta.replaceWhere.constraintCheck.enabled",)
-        values += ("false",)
-    every_key = keys + ("spark.databricks.delta.replaceWhere.constraintCheck.enabled",)
-    before = {key: lakehouse.spark.conf.get(key, None) for key in every_key}
+    before = {key: lakehouse.spark.conf.get(key) for key in keys}
     t = DebeziumTable("dbserver1", "inventory", "hist_hash", ["id"])
     rows = {i: {"id": i, "v": "a"} for i in range(1, 4)}
     first = [t.insert(r) for r in rows.values()]
@@ -153,22 +123,19 @@ def test_an_increment_merges_by_hash_join_and_puts_the_session_back(lakehouse, t
     lakehouse.build(tests=False)
     second = [t.update(rows[1], {"id": 1, "v": "b"}), t.insert({"id": 4, "v": "a"})]
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
-    log = lakehouse.logged_build(tmp_path / "increment", *run_vars)
+    log = lakehouse.logged_build(tmp_path / "increment")
 
-    write = log.index("insert into gold.cdc_history replace where is_open" if rewrite_below is None
-                      else "merge into gold.cdc_history as DBT_INTERNAL_DEST")
-    sets = [log.rindex(f"set {key} = {value}", 0, write) for key, value in zip(keys, values, strict=True)]
-    resets = [log.index(f"reset {key}", write) for key in keys]
-    assert max(sets) < write < min(resets)
-    if rewrite_below is not None:
-        assert "replaceWhere.constraintCheck" not in log
-    assert {key: lakehouse.spark.conf.get(key, None) for key in every_key} == before
+    merge = log.index("merge into gold.cdc_history as DBT_INTERNAL_DEST")
+    sets = [log.rindex(f"set {key} = {value}", 0, merge) for key, value in zip(keys, ("false", "64m"), strict=True)]
+    resets = [log.index(f"reset {key}", merge) for key in keys]
+    assert max(sets) < merge < min(resets)
+    assert {key: lakehouse.spark.conf.get(key) for key in keys} == before
     assert lakehouse.current_state("hist_hash") == {
         ("hist_hash", f'{{"id":{i}}}'): {"id": str(i), "v": v} for i, v in ((1, "b"), (2, "a"), (3, "a"), (4, "a"))}
 
-    idle = lakehouse.logged_build(tmp_path / "nothing-new", *run_vars)
-    assert "merge into gold.cdc_history" not in idle and "insert into gold.cdc_history" not in idle
-    assert not any(f"set {key} =" in idle or f"reset {key}" in idle for key in every_key)
+    idle = lakehouse.logged_build(tmp_path / "nothing-new")
+    assert "merge into gold.cdc_history" not in idle
+    assert not any(f"set {key} =" in idle or f"reset {key}" in idle for key in keys)
 
 
 def test_late_change_recomputes_the_closed_versions_of_its_key(lakehouse):
@@ -552,8 +519,7 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
     assert sum(len(r["version_id"]) == 64 for r in after) == 2
 
 
-# MERGEs (no overwrite of the open partition, which leaves no deletion vector to drop)
-COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2, "cdc_history_rewrite_open_below": 0})
+COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2})
 # and a VACUUM after each compaction
 SILVER_EVERY_TWO = json.dumps({"cdc_silver_compact_every": 2, "cdc_vacuum_after_compaction": True})
 
