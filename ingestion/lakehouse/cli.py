@@ -2,7 +2,7 @@
 
     lakehouse ingest --from-file PATH [--format F] [--topic T]
     lakehouse ingest --bootstrap-servers HOST:PORT --topics T1,T2 [--format F] [--follow]
-    lakehouse ingest ... --build [--build-args "..."] [--build-every SECONDS]
+    lakehouse ingest ... --build [--build-args "..."] [--build-every SECONDS] [--test-every SECONDS]
     lakehouse build [dbt build arguments...]
     lakehouse sql "SELECT ..." [--json]     (no query: the interactive spark-sql shell)
     lakehouse serve [--host 127.0.0.1] [--port 10000]
@@ -97,6 +97,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.build_every is not None and args.build_every <= 0:
         _progress(f"ingest: --build-every {args.build_every:g}: give a number of seconds above 0")
         return 2
+    if args.test_every is not None and not (args.build and args.follow):
+        _progress("ingest: --test-every goes with --follow --build (a single `--build` runs the data "
+                  "tests with its models, as `dbt build` does)")  # fmt: skip
+        return 2
+    if args.test_every is not None and args.test_every <= 0:
+        _progress(f"ingest: --test-every {args.test_every:g}: give a number of seconds above 0")
+        return 2
     try:
         build_args = shlex.split(args.build_args or "")
     except ValueError as exc:
@@ -104,7 +111,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return 2
     if _derby_busy("ingest"):
         return 2
-    build = (lambda: run_dbt(["build", *build_args])) if args.build else None
+    # with --test-every the builds leave the data tests out, and they run apart, as often as it says
+    models_only = ["--exclude-resource-type", "test"] if args.test_every is not None else []
+    build = (lambda: run_dbt(["build", *build_args, *models_only])) if args.build else None
+    tests = (lambda: run_dbt(["test", *build_args])) if args.test_every is not None else None
     if args.from_file:
         status = _ingest_file(args)
         return build() if build is not None and status == 0 else status
@@ -112,7 +122,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     if args.follow and args.build_every is None:
         args.build_every = DEFAULT_BUILD_EVERY
-    return ingest_kafka(args, build)
+    return ingest_kafka(args, build, tests)
 
 
 def _ingest_file(args: argparse.Namespace) -> int:
@@ -398,6 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--build-every", type=float, metavar="SECONDS",
         help=f"with --follow --build: build at most this often, when records landed since the last "
         f"build (default: {DEFAULT_BUILD_EVERY:g})",
+    )  # fmt: skip
+    then.add_argument(
+        "--test-every", type=float, metavar="SECONDS",
+        help="with --follow --build: the builds leave dbt's data tests out, and `dbt test` (with "
+        "--build-args) runs them at most this often, after a build that passed since they last ran "
+        "(default: every build runs them, as `dbt build` does). They check whole tables: at "
+        "millions of changes they take longer than a small increment's models",
     )  # fmt: skip
     ingest.set_defaults(func=cmd_ingest)
 

@@ -469,12 +469,16 @@ def _java_cause(exc: BaseException) -> str:
     return (causes[-1] if causes else lines[0] if lines else type(exc).__name__).lstrip(": ")
 
 
-def ingest_kafka(args: argparse.Namespace, build: Callable[[], int] | None = None) -> int:
+def ingest_kafka(args: argparse.Namespace, build: Callable[[], int] | None = None,
+                 tests: Callable[[], int] | None = None) -> int:  # fmt: skip
     """``lakehouse ingest --bootstrap-servers ...``: land the topics, print a summary; exit code.
 
     ``build`` (``--build``): run once the topics are caught up, in this process and Spark
     session; with ``--follow``, every ``--build-every`` seconds while records keep landing
     (:class:`_Builds`). The exit code is then the last build's when the landing succeeded.
+    ``tests`` (``--test-every``, with ``--follow``): the data tests, run apart from those
+    builds, at most every ``--test-every`` seconds; a failure of the last ones sets the exit
+    code when the last build passed.
     """
     started = time.monotonic()
     client = ClientOptions({})
@@ -510,7 +514,7 @@ def ingest_kafka(args: argparse.Namespace, build: Callable[[], int] | None = Non
                 f"batch {planned} was interrupted before its commit: it runs again and "
                 "records it had already landed are skipped"
             )
-    return _run(args, client, options, topics, checkpoint, started, build)
+    return _run(args, client, options, topics, checkpoint, started, build, tests)
 
 
 class _Builds:
@@ -522,14 +526,27 @@ class _Builds:
     embedded metastore, it cannot even start while the loader holds the metastore. The first
     build runs one interval after the start, whatever landed (records landed before the start
     may be waiting); later ones only when records landed since the last build.
+
+    With ``tests`` (``--test-every``) the builds leave the data tests out and ``tests`` runs
+    them after a build that passed, at most every ``test_every`` seconds: the data tests check
+    whole tables (at 4M changes a `dbt test` took 102 s, the models' increment 19 s), so a
+    loader that ran them in every build of a trickle would spend its minutes re-checking what
+    no build changed. The first tests run right after the first build that passes; later ones
+    once a build has passed since, even when no record has landed for a while.
     """
 
-    def __init__(self, build: Callable[[], int], every: float, totals: _Totals) -> None:
+    def __init__(self, build: Callable[[], int], every: float, totals: _Totals,
+                 tests: Callable[[], int] | None = None, test_every: float | None = None) -> None:  # fmt: skip
         self.build, self.every, self.totals = build, every, totals
+        self.tests, self.test_every = tests, test_every
         self.last = time.monotonic()
         self.landed_at_last: int | None = None
         self.count = self.failed = 0
         self.last_status = 0
+        self.tests_started: float | None = None
+        self.test_count = self.tests_failed = 0
+        self.last_test_status = 0
+        self.built_since_tests = False
 
     def due(self) -> bool:
         """Whether a build should run now."""
@@ -537,33 +554,70 @@ class _Builds:
             return False
         return self.landed_at_last is None or self.totals.landed > self.landed_at_last
 
+    def tests_due(self) -> bool:
+        """Whether the data tests should run now: a build passed since they last ran, and
+        ``test_every`` seconds have gone by since they last started (or they never ran)."""
+        if self.tests is None or not self.built_since_tests:
+            return False
+        return self.tests_started is None or time.monotonic() - self.tests_started >= (self.test_every or 0)
+
     def run(self) -> None:
         """Build once; a failed build is reported and the loader goes on (the next may pass)."""
         landed = self.totals.landed
         _progress(f"build {self.count + 1}: {landed} records landed by this loader so far")
         started = time.monotonic()
-        try:
-            self.last_status = self.build()
-        except Exception as exc:  # noqa: BLE001 - the stream must outlive one bad build
-            # dbt's runner returns its own errors as a status; this is anything around it
-            _progress(f"build {self.count + 1} raised {type(exc).__name__}: {_first_lines(str(exc), 3)}")
-            self.last_status = 2
+        self.last_status = self._call(self.build, f"build {self.count + 1}")
         self.count += 1
         self.last, self.landed_at_last = time.monotonic(), landed
         if self.last_status != 0:
             self.failed += 1
             _progress(f"build {self.count} failed (dbt exit {self.last_status}, see logs/dbt.log); "
                       f"the loader goes on, next build in {self.every:g} s")  # fmt: skip
+            return
+        _progress(f"build {self.count}: done in {self.last - started:.1f}s")
+        self.built_since_tests = True
+
+    def run_tests(self) -> None:
+        """Run the data tests once; failed tests are reported and the loader goes on."""
+        assert self.tests is not None
+        number = self.test_count + 1
+        _progress(f"tests {number}: the data tests, after build {self.count}")
+        self.tests_started = time.monotonic()
+        self.built_since_tests = False
+        self.last_test_status = self._call(self.tests, f"tests {number}")
+        self.test_count = number
+        if self.last_test_status != 0:
+            self.tests_failed += 1
+            _progress(f"tests {number} failed (dbt exit {self.last_test_status}, see logs/dbt.log); "
+                      f"the loader goes on, next tests in {self.test_every:g} s at the earliest")  # fmt: skip
         else:
-            _progress(f"build {self.count}: done in {self.last - started:.1f}s")
+            _progress(f"tests {number}: passed in {time.monotonic() - self.tests_started:.1f}s")
+
+    @staticmethod
+    def _call(step: Callable[[], int], name: str) -> int:
+        """``step()``'s exit status; one that raises is reported and counts as 2."""
+        try:
+            return step()
+        except Exception as exc:  # noqa: BLE001 - the stream must outlive one bad build
+            # dbt's runner returns its own errors as a status; this is anything around it
+            _progress(f"{name} raised {type(exc).__name__}: {_first_lines(str(exc), 3)}")
+            return 2
+
+    @property
+    def status(self) -> int:
+        """The loader's exit status: the last build's, else the last data tests' when they failed."""
+        return self.last_status or self.last_test_status
 
     def summary(self) -> str:
-        return f"builds: {self.count}" + (f", {self.failed} failed" if self.failed else "")
+        text = f"builds: {self.count}" + (f", {self.failed} failed" if self.failed else "")
+        if self.tests is not None:
+            text += f"; tests: {self.test_count}" + (f", {self.tests_failed} failed" if self.tests_failed else "")
+        return text
 
 
 def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str],
          topics: list[str], checkpoint: Path, started: float,
-         build: Callable[[], int] | None = None) -> int:  # fmt: skip
+         build: Callable[[], int] | None = None, tests: Callable[[], int] | None = None) -> int:  # fmt: skip
     from lakehouse.session import get_spark
 
     _progress(f"starting Spark (LAKEHOUSE_DIR={lakehouse_dir()})")
@@ -582,7 +636,8 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
     planned, committed = _committed_batches(checkpoint)
     pending = planned is not None and (committed is None or planned > committed)
     totals = _Totals(replay=planned if pending else None)
-    builds = _Builds(build, args.build_every, totals) if build is not None and args.follow else None
+    builds = (_Builds(build, args.build_every, totals, tests, getattr(args, "test_every", None))
+              if build is not None and args.follow else None)  # fmt: skip
     stop_signal: list[int] = []
 
     def request_stop(signum: int, _frame: Any) -> None:
@@ -622,7 +677,7 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
     _print_summary(totals, checkpoint, started, failed=False)
     if builds is not None:
         _progress(builds.summary())
-        return builds.last_status
+        return builds.status
     if stop_signal and not args.follow:
         _progress("stopped before catching up: run the same command again to continue")
         return 1
@@ -680,7 +735,8 @@ def _start_query(spark: SparkSession, args: argparse.Namespace, options: dict[st
 
 def _watch(query: Any, stop_signal: list[int], builds: _Builds | None = None) -> None:
     """Print each finished batch's progress until the query ends or a stop is requested, and
-    run the builds of ``--follow --build`` when they are due.
+    run the builds of ``--follow --build``, and the data tests of ``--test-every``, when they
+    are due.
 
     Polls once a second rather than blocking in ``awaitTermination()``, so SIGTERM / Ctrl-C
     are handled here (stop the query cleanly) instead of interrupting a py4j call. A stop
@@ -699,6 +755,8 @@ def _watch(query: Any, stop_signal: list[int], builds: _Builds | None = None) ->
             return
         if builds is not None and not stop_signal and builds.due():
             builds.run()
+        if builds is not None and not stop_signal and builds.tests_due():
+            builds.run_tests()
         if stop_signal:
             name = signal.Signals(stop_signal[0]).name
             _progress(f"{name}: stopping; a batch under way runs again at the next start")

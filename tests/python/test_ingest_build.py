@@ -37,6 +37,8 @@ def test_ingest_then_build_in_one_process(tmp_path: Path) -> None:
     (["--build-every", "5"], "--build-args and --build-every go with --build"),
     (["--build", "--build-every", "5"], "--build-every goes with --follow"),
     (["--build", "--build-args", "--vars '{a: 1}"], "--build-args: No closing quotation"),
+    (["--build", "--test-every", "600"], "--test-every goes with --follow --build"),
+    (["--test-every", "600"], "--test-every goes with --follow --build"),
 ])  # fmt: skip
 def test_build_options_are_checked_before_anything_starts(tmp_path: Path, extra: list[str], message: str) -> None:
     proc = subprocess.run([str(BIN / "lakehouse"), "ingest", "--from-file", str(SAMPLE), *extra],
@@ -73,3 +75,43 @@ def test_following_builds_outlive_a_build_that_raises(capsys: pytest.CaptureFixt
     builds.run()
     assert (builds.count, builds.failed, builds.last_status) == (2, 1, 0)
     assert builds.summary() == "builds: 2, 1 failed"
+
+
+def test_following_tests_run_apart_from_the_builds_at_most_so_often(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--follow --build --test-every``: the data tests run after a build that passed, not after
+    one that failed, then again only once the interval has gone by and a build has passed since;
+    failed tests are reported, the loader goes on, and they give the exit status while the last
+    build passed."""
+    totals = kafka_loader._Totals()  # noqa: SLF001 - the loader's own bookkeeping
+    build_status = [1, 0, 0, 0]
+    test_status = [1, 0]
+
+    builds = kafka_loader._Builds(lambda: build_status.pop(0), 0.01, totals,  # noqa: SLF001
+                                  lambda: test_status.pop(0), 0.3)  # fmt: skip
+    assert not builds.tests_due()  # nothing built yet
+    time.sleep(0.02)
+    builds.run()  # fails
+    assert (builds.count, builds.failed) == (1, 1)
+    assert not builds.tests_due()  # no test of a failed build
+
+    totals.landed = 3
+    time.sleep(0.02)
+    builds.run()
+    assert builds.tests_due()  # the first tests right after the first build that passed
+    builds.run_tests()  # fail
+    err = capsys.readouterr().err
+    assert "tests 1: the data tests, after build 2" in err and "tests 1 failed (dbt exit 1" in err, err
+    assert (builds.test_count, builds.tests_failed, builds.status) == (1, 1, 1)
+
+    totals.landed = 5
+    time.sleep(0.02)
+    builds.run()
+    assert not builds.tests_due()  # a build passed, but the interval has not gone by
+    time.sleep(0.3)
+    assert builds.tests_due()  # it has, and nothing needs to land for the tests to run
+    builds.run_tests()
+    assert "tests 2: passed in" in capsys.readouterr().err
+    assert (builds.test_count, builds.tests_failed, builds.status) == (2, 1, 0)
+    time.sleep(0.3)
+    assert not builds.tests_due()  # no build since: nothing to test again
+    assert builds.summary() == "builds: 3, 1 failed; tests: 2, 1 failed"

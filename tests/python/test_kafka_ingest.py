@@ -214,8 +214,9 @@ def test_missing_topic_is_named(kafka_broker: Broker, tmp_path: Path) -> None:
 
 def test_follow_builds_in_the_loaders_process_as_records_land(kafka_broker: Broker, tmp_path: Path) -> None:
     """``--follow --build``: the loader builds, in its own process and Spark session, when records
-    landed since its last build; with Derby no other process could build while it runs. Once
-    stopped, gold holds every change of the sample's two tables."""
+    landed since its last build; with Derby no other process could build while it runs. With
+    ``--test-every`` the builds leave the data tests out and they run apart. Once stopped, gold
+    holds every change of the sample's two tables."""
     import json
 
     envelopes = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
@@ -232,7 +233,8 @@ def test_follow_builds_in_the_loaders_process_as_records_land(kafka_broker: Brok
         LAKEHOUSE, "ingest", "--bootstrap-servers", kafka_broker.bootstrap,
         "--topics", f"{customers},{products}", "--format", "debezium-json",
         "--follow", "--trigger-interval", "1 second",
-        "--build", "--build-every", "1", "--build-args", "--select +cdc_current_state --exclude-resource-type test",
+        "--build", "--build-every", "1", "--build-args", "--select +cdc_current_state",
+        "--test-every", "3600",
     ]  # fmt: skip
     out_file = tmp_path / "stdout.txt"
     with out_file.open("w") as out_handle:
@@ -265,11 +267,19 @@ def test_follow_builds_in_the_loaders_process_as_records_land(kafka_broker: Brok
     stderr = "".join(err_lines)
     assert proc.returncode == 0, stderr[-6000:]
     assert two > one
-    builds = re.findall(r"builds: (\d+)$", stderr, re.MULTILINE)
+    builds = re.findall(r"builds: (\d+)(?:; tests: \d+)?$", stderr, re.MULTILINE)
     assert builds and int(builds[-1]) >= two, stderr[-3000:]
     assert not re.search(r"build \d+ failed", stderr), stderr[-6000:]
+    # --test-every: the builds left the data tests out, and they ran once, after the first build
+    # that passed (the next were due an hour later)
+    assert "running build --select +cdc_current_state --exclude-resource-type test" in stderr, stderr[-6000:]
+    assert "tests 1: passed in" in stderr and "tests 2:" not in stderr, stderr[-6000:]
+    assert re.search(r"builds: \d+; tests: 1$", stderr, re.MULTILINE), stderr[-3000:]
     out = out_file.read_text()
-    assert out.count("Completed successfully") >= 2, out[-4000:]
+    assert out.count("Completed successfully") >= 3, out[-4000:]
+    tested = re.findall(r"START test (\S+)", out)
+    assert tested and len(tested) == len(set(tested)), out[-4000:]
+    assert any(name.startswith("cdc_history_is_consistent") for name in tested), tested
     assert stderr.count("Setting default log level") == 1  # one JVM for the landing and every build
     live = sql_json(root, "select source_table, pk from gold.cdc_current_state order by source_table, pk")
     assert [(row["source_table"], row["pk"]) for row in live] == [
