@@ -133,7 +133,9 @@ class InProcessLakehouse:
         seeds are read from the copy's files.
         """
         from dbt.cli.main import dbtRunner
+        from lakehouse.dbt_session import reuse_running_session
 
+        reuse_running_session()  # as `lakehouse build` runs dbt's statements
         own_target = ["--target-path", str(project / "target")] if project != PROJECT else []
         result = dbtRunner().invoke([
             *args, "--profiles-dir", str(PROJECT / "profiles"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BIN
-from lakehouse.dbt_session import target_of, with_target
+from lakehouse.dbt_session import reuse_running_session, target_of, with_target
 from lakehouse.serve import running_server
 
 
@@ -70,3 +70,28 @@ def test_a_server_is_found_only_while_it_runs_and_answers(tmp_path: Path) -> Non
         _record(tmp_path, os.getpid(), "0.0.0.0", port)  # noqa: S104 - listening everywhere
         assert running_server(tmp_path) == ("127.0.0.1", port)
     assert running_server(tmp_path) is None  # the port no longer answers
+
+
+def test_dbt_statements_run_on_the_running_session_as_it_is(lakehouse) -> None:
+    """dbt-spark's cursor applied the profile's settings to the session at every statement
+    (11-14 ms each); :func:`reuse_running_session` has it take the running session as it is. So
+    a ``set`` of one of those settings (a hook's, say) holds for the statements after it, as
+    through the Thrift server, where dbt-spark's cursor put it back at the next statement."""
+    from dbt.adapters.spark.session import Cursor
+
+    reuse_running_session()
+    reuse_running_session()  # once per process: a second call wraps nothing again
+    assert Cursor.execute.reuses_running_session
+    spark = lakehouse.spark
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    cursor = Cursor(server_side_parameters={"spark.sql.shuffle.partitions": before})
+    try:
+        cursor.execute("set spark.sql.shuffle.partitions = 3")
+        cursor.execute("select count(*) as n from range(5)")
+        assert cursor.fetchall()[0]["n"] == 5
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+        # a statement Spark cannot analyse is dbt's runtime error, as from dbt-spark's cursor
+        with pytest.raises(Exception, match="no_such_table"):
+            cursor.execute("select * from no_such_table")
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
