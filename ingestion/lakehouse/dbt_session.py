@@ -68,9 +68,10 @@ def run_dbt_here(dbt_args: list[str], project_dir: Path) -> int:
     2 dbt could not run.
     """
     os.chdir(project_dir)
-    reuse_running_session()
     starter = threading.Thread(target=_start_session, name="lakehouse-spark-start", daemon=True)
     starter.start()
+    # after the start: it imports dbt-spark's adapter (0.7 s), which dbt's start would import anyway
+    reuse_running_session()
     from dbt.cli.exceptions import DbtUsageException
     from dbt.cli.main import dbtRunner
 
