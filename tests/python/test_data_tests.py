@@ -50,3 +50,78 @@ def test_the_accounting_test_reports_every_lost_or_doubled_record(lakehouse):
         (2, "record ends in more than one kind of outcome"),
         (4, "control event or quarantine counted more than once"),
     }
+
+
+def _compiled_test(layer: str, name: str) -> str:
+    """The query of data test ``name`` (a generic test's name) as the last build compiled it
+    (the newest file: a test whose arguments changed leaves its earlier file beside it)."""
+    paths = COMPILED.glob(f"{layer}/_{layer}__models.yml/{name}_*.sql")
+    return max(paths, key=lambda path: path.stat().st_mtime).read_text("utf-8")
+
+
+def _problems(lakehouse, query: str, *columns: str) -> set[tuple]:
+    return {tuple(r[c] for c in columns) for r in lakehouse.rows(query)}
+
+
+def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
+    """The history's consistency (macros/generic_tests/cdc_history_is_consistent.sql), gold
+    against the latest change of every key (cdc_matches_latest_change) and the strict apply
+    order (cdc_apply_order_is_strict), each run on a lakehouse a build left whole, then on one
+    broken on purpose; every problem they report is checked by key. The history is put back
+    (Delta's RESTORE) between the breaks, so that each test sees only its own."""
+    t = DebeziumTable("dbserver1", "inventory", "broken", ["id"])
+    one, two, three = {"id": 1, "v": "a"}, {"id": 2, "v": "a"}, {"id": 3, "v": "a"}
+    b, c = {**one, "v": "b"}, {**one, "v": "c"}
+    # key 1: three versions (insert, two updates); key 2: one; key 3: inserted, then deleted
+    messages = [t.insert(one), t.insert(two), t.update(one, b), t.update(b, c), t.insert(three),
+                *t.delete(three, tombstone=False)]
+    lakehouse.ingest(t.envelopes(messages, first_offset=0), fmt="debezium-json")
+    lakehouse.build()
+    history = _compiled_test("gold", "cdc_history_is_consistent")
+    latest = _compiled_test("gold", "cdc_matches_latest_change")
+    strict = _compiled_test("silver", "cdc_apply_order_is_strict")
+    assert lakehouse.rows(history) == lakehouse.rows(latest) == lakehouse.rows(strict) == []
+    whole = lakehouse.rows("describe history gold.cdc_history")[0]["version"]
+    orders = {(r["pk"], r["v"]): r["apply_order"] for r in lakehouse.rows(
+        "select pk, coalesce(get_json_object(row, '$.v'), op) as v, apply_order from gold.cdc_history")}
+    key = {i: f'{{"id":{i}}}' for i in (1, 2, 3)}
+
+    def restore() -> None:
+        lakehouse.spark.sql(f"restore table gold.cdc_history to version as of {whole}")
+        assert lakehouse.rows(history) == lakehouse.rows(latest) == []
+
+    # the history: key 1's first version ends a second late; key 1's middle version (ended) and
+    # key 2's open one swap their current flags
+    lakehouse.spark.sql("update gold.cdc_history set valid_to = valid_to + interval 1 second "
+                        f"where pk = '{key[1]}' and op = 'c'")
+    lakehouse.spark.sql(f"update gold.cdc_history set is_current = true where pk = '{key[1]}' and "
+                        f"apply_order = '{orders[key[1], 'b']}'")
+    lakehouse.spark.sql(f"update gold.cdc_history set is_current = false where pk = '{key[2]}'")
+    assert _problems(lakehouse, history, "pk", "apply_order", "problem") == {
+        (key[1], orders[key[1], "a"], "interval does not end where the next begins"),
+        (key[1], orders[key[1], "b"], "current version is not an open version with a row"),
+        (key[1], orders[key[1], "c"], "more than one current version"),
+        (key[2], orders[key[2], "a"], "open version with a row is not current"),
+    }
+    restore()
+
+    # gold against silver: key 1's live row lost, key 2's row changed, deleted key 3 live again
+    lakehouse.spark.sql(f"delete from gold.cdc_history where pk = '{key[1]}' and is_current")
+    lakehouse.spark.sql(f"update gold.cdc_history set row = '{{\"id\":2,\"v\":\"z\"}}' where pk = '{key[2]}'")
+    lakehouse.spark.sql(f"update gold.cdc_history set is_current = true where pk = '{key[3]}' and op = 'c'")
+    assert _problems(lakehouse, latest, "pk", "problem") == {
+        (key[1], "expected in gold, missing or different"),
+        (key[2], "expected in gold, missing or different"),
+        (key[2], "in gold, but not the latest change of its key"),
+        (key[3], "in gold, but not the latest change of its key"),
+    }
+    restore()
+
+    # silver: a second change of key 2 with its insert's apply order (another offset), and a
+    # change of key 3 whose apply order is not one
+    _append(lakehouse, 1, kafka_offset=97)
+    _append(lakehouse, 4, kafka_offset=98, apply_order="1.010.x")
+    assert _problems(lakehouse, strict, "pk", "apply_order", "problem", "occurrences") == {
+        (key[2], orders[key[2], "a"], "two changes of one key share an apply order", 2),
+        (key[3], "1.010.x", "malformed apply order", 1),
+    }
