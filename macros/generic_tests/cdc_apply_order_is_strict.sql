@@ -21,15 +21,18 @@ malformed as (
         'malformed apply order' as problem,
         1 as occurrences
     from changes
-    {#- phase, then six parts, each its digit count (two digits) and that many digits, without
-        leading zeros (cdc_apply_order) #}
+    {#- phase, then six parts, each its digit count (two digits) and that many digits (1 to
+        38), without leading zeros (cdc_apply_order): one alternative per count, so that a
+        change costs one match of one pattern (4M changes, warm: 1.9 s against 4.4-4.7 s for a
+        looser pattern, then each part split out and measured; bench/README, stop 65). The
+        end is `\z`: `$` would let a line terminator follow #}
+    {%- set parts = ['01[0-9]'] %}
+    {%- for digits in range(2, 39) %}
+        {%- do parts.append('%02d' | format(digits) ~ '[1-9][0-9]{' ~ (digits - 1) ~ '}') %}
+    {%- endfor %}
     where
         apply_order is null
-        or apply_order not rlike '^[01](\\.[0-9]{3,40}){6}$'
-        or exists(
-            slice(split(apply_order, '[.]'), 2, 6),
-            part -> length(part) != 2 + cast(left(part, 2) as int) or (length(part) > 3 and substr(part, 3, 1) = '0')
-        )
+        or apply_order not rlike '^[01](?:\\.(?:{{ parts | join('|') }})){6}\\z'
 
 ),
 

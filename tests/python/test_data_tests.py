@@ -117,11 +117,17 @@ def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
     }
     restore()
 
-    # silver: a second change of key 2 with its insert's apply order (another offset), and a
-    # change of key 3 whose apply order is not one
+    # silver: a second change of key 2 with its insert's apply order (another offset), and
+    # changes of key 3 whose apply orders are not ones (cdc_apply_order): not digits, a part
+    # with a leading zero, a part longer than its count, a third phase, five parts, a line
+    # terminator after the last. A part of 38 digits is one
     _append(lakehouse, 1, kafka_offset=97)
-    _append(lakehouse, 4, kafka_offset=98, apply_order="1.010.x")
+    malformed = ["1.010.x", "1.010.010.010.010.010.0201", "1.0112.010.010.010.010.010",
+                 "2.010.010.010.010.010.010", "1.010.010.010.010.010", "1.010.010.010.010.010.010\n"]
+    widest = "0.38" + "1" * 38 + ".010" * 5
+    for offset, apply_order in enumerate([*malformed, widest], start=100):
+        _append(lakehouse, 4, kafka_offset=offset, apply_order=apply_order)
     assert _problems(lakehouse, strict, "pk", "apply_order", "problem", "occurrences") == {
         (key[2], orders[key[2], "a"], "two changes of one key share an apply order", 2),
-        (key[3], "1.010.x", "malformed apply order", 1),
+        *((key[3], apply_order, "malformed apply order", 1) for apply_order in malformed),
     }
