@@ -1,7 +1,8 @@
-"""The accounting identity's data test (SPEC rule 8, macros/generic_tests/
-cdc_accounts_for_every_record.sql) finds each way a record can be lost or counted twice: it is
-run on a lakehouse that a build left whole, then on one broken on purpose, and every problem it
-reports is checked by record."""
+"""The project's own data tests (macros/generic_tests/) find what they claim to: each is run on
+a lakehouse that a build left whole, then on one broken on purpose, and every problem it reports
+is checked by record or by key. The accounting identity (SPEC rule 8) finds each way a record
+can be lost or counted twice; the history's consistency, gold against the latest change and the
+strict apply order each way gold and silver can break."""
 
 from __future__ import annotations
 
@@ -12,10 +13,17 @@ from pyspark.sql import functions as F
 COMPILED = DBT_TARGET / "compiled" / "cdc_lakehouse" / "models"
 
 
-def _accounting_query() -> str:
-    """The accounting test's query as the last build compiled it (on bronze's source)."""
-    [path] = COMPILED.glob("bronze/_bronze__sources.yml/source_cdc_accounts_for_every_*.sql")
-    return path.read_text("utf-8")
+def _compiled_test(properties: str, name: str) -> str:
+    """The query of the data test whose compiled file name begins with ``name``, declared in
+    the properties file ``properties`` (under models/), as the last build compiled it: the
+    newest such file, since a test whose arguments changed leaves its earlier file beside it."""
+    paths = COMPILED.glob(f"{properties}/{name}_*.sql")
+    return max(paths, key=lambda path: path.stat().st_mtime).read_text("utf-8")
+
+
+def _problems(lakehouse, query: str, *columns: str) -> set[tuple]:
+    """The rows a data test's ``query`` reports, as tuples of ``columns``."""
+    return {tuple(r[c] for c in columns) for r in lakehouse.rows(query)}
 
 
 def _append(lakehouse, offset: int, **changes) -> None:
@@ -33,7 +41,7 @@ def test_the_accounting_test_reports_every_lost_or_doubled_record(lakehouse):
     messages = [t.insert(one), t.insert(two), t.insert(three), *t.delete(one)]
     lakehouse.ingest(t.envelopes(messages, first_offset=0), fmt="debezium-json")
     lakehouse.build()
-    query = _accounting_query()
+    query = _compiled_test("bronze/_bronze__sources.yml", "source_cdc_accounts_for_every")
     assert lakehouse.rows(query) == []
     kinds = {r["kafka_offset"]: r["record_kind"] for r in lakehouse.rows(
         "select kafka_offset, record_kind from silver.cdc_parsed")}
@@ -43,24 +51,12 @@ def test_the_accounting_test_reports_every_lost_or_doubled_record(lakehouse):
     _append(lakehouse, 0, kafka_offset=99)
     _append(lakehouse, 2, record_kind="quarantine")
     _append(lakehouse, 4)
-    problems = {(r["offset"], r["problem"]) for r in lakehouse.rows(query)}
-    assert problems == {
+    assert _problems(lakehouse, query, "offset", "problem") == {
         (1, "bronze record with no outcome in silver"),
         (99, "silver outcome of no bronze record"),
         (2, "record ends in more than one kind of outcome"),
         (4, "control event or quarantine counted more than once"),
     }
-
-
-def _compiled_test(layer: str, name: str) -> str:
-    """The query of data test ``name`` (a generic test's name) as the last build compiled it
-    (the newest file: a test whose arguments changed leaves its earlier file beside it)."""
-    paths = COMPILED.glob(f"{layer}/_{layer}__models.yml/{name}_*.sql")
-    return max(paths, key=lambda path: path.stat().st_mtime).read_text("utf-8")
-
-
-def _problems(lakehouse, query: str, *columns: str) -> set[tuple]:
-    return {tuple(r[c] for c in columns) for r in lakehouse.rows(query)}
 
 
 def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
@@ -77,9 +73,9 @@ def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
                 *t.delete(three, tombstone=False)]
     lakehouse.ingest(t.envelopes(messages, first_offset=0), fmt="debezium-json")
     lakehouse.build()
-    history = _compiled_test("gold", "cdc_history_is_consistent")
-    latest = _compiled_test("gold", "cdc_matches_latest_change")
-    strict = _compiled_test("silver", "cdc_apply_order_is_strict")
+    history = _compiled_test("gold/_gold__models.yml", "cdc_history_is_consistent")
+    latest = _compiled_test("gold/_gold__models.yml", "cdc_matches_latest_change")
+    strict = _compiled_test("silver/_silver__models.yml", "cdc_apply_order_is_strict")
     assert lakehouse.rows(history) == lakehouse.rows(latest) == lakehouse.rows(strict) == []
     whole = lakehouse.rows("describe history gold.cdc_history")[0]["version"]
     orders = {(r["pk"], r["v"]): r["apply_order"] for r in lakehouse.rows(
