@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import platform
 import re
@@ -436,9 +437,29 @@ def create_topics(paths: list[Path], bootstrap: str) -> None:
         future.result()
 
 
-def produce(path: Path, bootstrap: str, create: bool = True) -> tuple[int, float]:
+class KeptLog(logging.Handler):
+    """librdkafka's log lines, kept instead of printed, for a failure's message.
+
+    Why: a broker that has just started answers an idempotent producer's first request with
+    "Coordinator load in progress"; librdkafka prints that as a warning on stderr, amid the
+    bench's progress, and retries until the broker is ready. Only a produce that fails needs
+    them."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self.logger = logging.getLogger(f"bench.librdkafka.{name}.{id(self):x}")  # one per produce
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def produce(path: Path, bootstrap: str, create: bool = True, flush_s: float = 600) -> tuple[int, float]:
     """Produce every record of a kcat -J dump, in file order (its topics created first unless
-    ``create`` is false); returns (records, seconds)."""
+    ``create`` is false); returns (records, seconds). Raises KafkaException when a record is
+    not delivered, or still queued ``flush_s`` seconds after the last was handed over."""
     from confluent_kafka import KafkaException, Producer
 
     started = time.monotonic()
@@ -450,9 +471,11 @@ def produce(path: Path, bootstrap: str, create: bool = True) -> tuple[int, float
         if err is not None:
             failures.append(str(err))
 
+    log = KeptLog(path.name)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
                          "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 1_048_576,
-                         "compression.type": "lz4", "enable.idempotence": True, "on_delivery": delivered})
+                         "compression.type": "lz4", "enable.idempotence": True, "on_delivery": delivered,
+                         "logger": log.logger})
     count = 0
     with path.open(encoding="utf-8") as lines:
         for line in lines:
@@ -470,8 +493,11 @@ def produce(path: Path, bootstrap: str, create: bool = True) -> tuple[int, float
             count += 1
             if count % 1000 == 0:
                 producer.poll(0)  # serve delivery callbacks as we go, not all at the end
-    if producer.flush(600) != 0 or failures:
-        raise KafkaException(f"{path}: {len(failures)} records not delivered, e.g. {failures[:3]}")
+    queued = producer.flush(flush_s)
+    if queued != 0 or failures:
+        raise KafkaException(f"{path}: {len(failures)} records not delivered, e.g. {failures[:3]}, "
+                             f"and {queued} still queued after {flush_s:g} s; librdkafka's last words: "
+                             f"{log.lines[-5:]}")
     return count, time.monotonic() - started
 
 

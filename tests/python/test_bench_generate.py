@@ -155,3 +155,25 @@ def test_the_figures_come_with_the_machine_and_its_yardstick() -> None:
     assert f"yardstick (a fixed Python loop, fastest of 3): {host['yardstick_s']:.2f} s" in first
     assert "| measure | 1,000 |" in rest
     assert run.table([result], {}).startswith("| measure | 1,000 |")
+
+
+def test_the_producer_keeps_librdkafka_quiet_unless_the_produce_fails(tmp_path: Path, capfd: Any) -> None:
+    """librdkafka prints its warnings on stderr (a broker that has just started answers the
+    bench's first produce with "Coordinator load in progress", then serves it), amid the bench's
+    progress. The bench keeps them, and names them in the error when the produce fails: here
+    against a port nothing listens on, where librdkafka reports each refused connection."""
+    import run  # bench/run.py
+    from confluent_kafka import KafkaException
+    from lakehouse.ports import free_port
+
+    dump = tmp_path / "dump.jsonl"
+    generate.write_kcat(dump, generate.Source(2, seed=3).changes(5), {})
+    try:
+        run.produce(dump, f"127.0.0.1:{free_port()}", create=False, flush_s=3)
+    except KafkaException as exc:
+        failure = str(exc)
+    else:
+        raise AssertionError("a produce to a closed port succeeded")
+    assert "still queued after 3 s" in failure, failure
+    assert "Connection refused" in failure, failure
+    assert "rdkafka" not in capfd.readouterr().err
