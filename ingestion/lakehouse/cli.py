@@ -218,24 +218,34 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
         return spark_sql_shell()
     from lakehouse.session import get_spark
-    from lakehouse.sql_output import print_json, print_table
+    from lakehouse.sql_output import error_message, print_json, print_table
 
     if _derby_busy("sql", server_asked=True):
         return 2
     spark = get_spark("lakehouse-sql")
     statements = _split_statements(args.query)
-    result = None
+    result, rows, number = None, None, 0
     try:
-        for statement in statements:
+        for number, statement in enumerate(statements, 1):  # noqa: B007 - the failed one's, after the loop
             result = spark.sql(statement)
+        # a query runs when its rows are fetched: its runtime errors (a failed cast, a
+        # raise_error) come from here, and are the last statement's
+        rows = result.collect() if result is not None else None
     except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException and friends
-        _progress(f"sql failed: {str(exc).splitlines()[0]}")
+        _progress(f"sql failed{_which_statement(statements, number)}: {error_message(str(exc))}")
         return 1
     if result is None:
         return 0
-    rows = result.collect()
     (print_json if args.json else print_table)(result.columns, rows)
     return 0
+
+
+def _which_statement(statements: list[str], number: int) -> str:
+    """`` in statement 2 of 3 (insert into ...)`` when a script ran several, else nothing."""
+    if len(statements) < 2:
+        return ""
+    text = " ".join(statements[number - 1].split())
+    return f" in statement {number} of {len(statements)} ({text[:60]}{'...' if len(text) > 60 else ''})"
 
 
 def _sql_through(server: tuple[str, int], args: argparse.Namespace) -> int:
@@ -256,7 +266,7 @@ def _sql_through(server: tuple[str, int], args: argparse.Namespace) -> int:
     try:
         result = run_statements(host, port, statements)
     except ThriftSqlError as exc:
-        _progress(f"sql failed: {exc}")
+        _progress(f"sql failed{_which_statement(statements, exc.statement)}: {exc}")
         return 1
     if result is not None:
         (print_json if args.json else print_table)(*result)
@@ -264,8 +274,9 @@ def _sql_through(server: tuple[str, int], args: argparse.Namespace) -> int:
 
 
 def _split_statements(sql: str) -> list[str]:
-    """Split on semicolons outside quotes, so ``a; b`` runs both and ``';'`` stays whole; the
-    blank pieces (``a;``) are left out."""
+    """Split on semicolons outside quotes, so ``a; b`` runs both and ``';'`` stays whole; each
+    piece without the blanks around it (a syntax error's position counts from its start), the
+    blank pieces (``a;``) left out."""
     parts, current, quote = [], [], ""
     for ch in sql:
         if quote:
@@ -279,7 +290,7 @@ def _split_statements(sql: str) -> list[str]:
             continue
         current.append(ch)
     parts.append("".join(current))
-    return [part for part in parts if part.strip()]
+    return [part.strip() for part in parts if part.strip()]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -266,6 +266,12 @@ def stop_driver() -> None:
     process = getattr(gateway, "proc", None)
     if process is None or process.stdin is None:
         return  # a JVM pyspark did not start (PYSPARK_GATEWAY_PORT): not ours to stop
+    # py4j's finalizer thread tells the JVM about the Python objects that stood for its objects
+    # once Python releases them. One it sent as the JVM exited had its connection reset, which
+    # py4j logged as an ERROR with two tracebacks after the command's output (4 of 15
+    # `lakehouse sql` runs): the client is marked disconnected, which py4j checks before each
+    # such message, so that it sends none
+    gateway._gateway_client.is_connected = False  # noqa: SLF001 - py4j's own guard for this
     process.stdin.close()
     try:
         process.wait(timeout=60)
@@ -304,4 +310,18 @@ def get_spark(app_name: str = "lakehouse", root: Path | None = None) -> SparkSes
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    quiet_query_errors()
     return spark
+
+
+def quiet_query_errors() -> None:
+    """Keep pyspark from printing every SQL error it raises before its caller has seen it.
+
+    pyspark 4 logs each error that has a query context (an unknown column, a syntax error) to
+    stderr as a line of JSON with the whole Java stack trace, some 10,000 characters, and then
+    raises it; `lakehouse sql` and dbt report the raised error themselves, in a line or two
+    (`lakehouse sql "select nope from t"`: the JSON line, then `sql failed: [UNRESOLVED_COLUMN...`)."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True

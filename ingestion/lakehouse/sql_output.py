@@ -73,3 +73,29 @@ def print_table(columns: Sequence[str], rows: Sequence[Any]) -> None:
     for r in cells:
         print(" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
     print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+
+
+_CARET_LINE = re.compile(r"^-*\^+$")
+#: What Spark's Thrift server puts before the session's own message (``lakehouse sql`` through
+#: ``lakehouse serve``): the error class and the Java exception's class, both in the message too.
+_SERVER_PREFIX = re.compile(r"^Error running query: (\[[A-Z0-9_.]+\] )?[\w.$]+: ")
+
+
+def error_message(text: str) -> str:
+    """Spark's error as a person needs it: the first line that says something (the error class
+    and message; an AnalysisException's plan after it is left out) and, for a syntax error, the
+    line of the statement where parsing stopped with Spark's caret under it.
+
+    A ParseException's text begins with a blank line, so its first line alone said nothing:
+    ``lakehouse sql "selec 1"`` printed ``sql failed:`` and no more. Through ``lakehouse serve``
+    the same error comes after the server's prefix, which is left out."""
+    lines = [line.rstrip() for line in _SERVER_PREFIX.sub("", text).strip().splitlines()]
+    if not lines:
+        return ""
+    message = lines[0]
+    if "== SQL ==" in lines:
+        context = lines[lines.index("== SQL ==") + 1:]
+        caret = next((i for i, line in enumerate(context) if _CARET_LINE.match(line)), None)
+        if caret:
+            message += f"\n    {context[caret - 1]}\n    {context[caret]}"
+    return message

@@ -14,12 +14,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from lakehouse.sql_output import error_message
+
 #: Column types the server sends as JSON text (Spark's ``toHiveString``), turned back into values.
 _NESTED_TYPES = frozenset({"ARRAY_TYPE", "MAP_TYPE", "STRUCT_TYPE"})
 
 
 class ThriftSqlError(RuntimeError):
-    """A statement the server refused; the message is the server's first line."""
+    """A statement the server refused: the server's message (:func:`lakehouse.sql_output.error_message`),
+    and which of the statements it was (``statement``, counted from 1)."""
+
+    def __init__(self, message: str, statement: int) -> None:
+        super().__init__(message)
+        self.statement = statement
 
 
 def _nested(text: str | None) -> Any:
@@ -32,11 +39,10 @@ def _nested(text: str | None) -> Any:
         return text  # not JSON after all (e.g. a map with non-string keys): shown as sent
 
 
-def _first_line(exc: Exception) -> str:
+def _server_message(exc: Exception) -> str:
     """The server's own message, not PyHive's dump of the whole Thrift response."""
     status = getattr(getattr(exc, "args", [None])[0], "status", None)
-    message = getattr(status, "errorMessage", None) or str(exc)
-    return message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+    return error_message(getattr(status, "errorMessage", None) or str(exc)) or type(exc).__name__
 
 
 def run_statements(host: str, port: int, statements: Sequence[str]) -> tuple[list[str], list[tuple[Any, ...]]] | None:
@@ -47,11 +53,11 @@ def run_statements(host: str, port: int, statements: Sequence[str]) -> tuple[lis
     connection = hive.connect(host=host, port=port)
     try:
         cursor = connection.cursor()
-        for statement in statements:
+        for number, statement in enumerate(statements, 1):
             try:
                 cursor.execute(statement)
             except Exception as exc:  # noqa: BLE001 - PyHive's OperationalError carries the server's status
-                raise ThriftSqlError(_first_line(exc)) from exc
+                raise ThriftSqlError(_server_message(exc), number) from exc
         if cursor.description is None:
             return None
         columns = [d[0] for d in cursor.description]

@@ -125,9 +125,23 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
             '{"pk": "{\\"id\\":102}", "d": 9.999999999999999093266253, '
             '"st": {"n": -12345678901234.000000000000000000000001, "s": "é"}, "b": "AP8="}',
         ], sql.stdout
-        bad = subprocess.run([str(BIN / "lakehouse"), "sql", "select * from gold.no_such_table"],
+        # a failed statement: the session's own message without the server's prefix, which
+        # statement of the script, and for a syntax error the line with the caret under it
+        bad = subprocess.run([str(BIN / "lakehouse"), "sql", "select 1; select * from gold.no_such_table"],
                              env=lh.env, capture_output=True, text=True, timeout=300)  # fmt: skip
-        assert bad.returncode == 1 and "sql failed:" in bad.stderr and "no_such_table" in bad.stderr, bad.stderr
+        assert bad.returncode == 1, bad.stderr
+        assert ("[lakehouse] sql failed in statement 2 of 2 (select * from gold.no_such_table): "
+                "[TABLE_OR_VIEW_NOT_FOUND] The table or view `gold`.`no_such_table` cannot be found."
+                ) in bad.stderr, bad.stderr
+        typo = subprocess.run([str(BIN / "lakehouse"), "sql", "selec 1"],
+                              env=lh.env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert typo.returncode == 1, typo.stderr
+        assert typo.stderr.splitlines()[-3:] == [
+            "[lakehouse] sql failed: [PARSE_SYNTAX_ERROR] Syntax error at or near 'selec'. "
+            "SQLSTATE: 42601 (line 1, pos 0)",
+            "    selec 1",
+            "    ^^^",
+        ], typo.stderr
         # a table columns' commit that records only its watermark (an increment with no new column
         # or type, macros/cdc_watermark.sql) is read back through the server, whose history
         # shows the property set as one text with its inner quotes unescaped: the next build
