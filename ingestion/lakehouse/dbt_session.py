@@ -102,6 +102,7 @@ def reuse_running_session() -> None:
     """
     from dbt.adapters.spark import session as dbt_spark_session
     from dbt_common.exceptions import DbtRuntimeError
+    from py4j.protocol import Py4JJavaError
     from pyspark.sql import SparkSession
     from pyspark.sql.utils import AnalysisException
 
@@ -120,6 +121,47 @@ def reuse_running_session() -> None:
             self._df = session.sql(sql)  # noqa: SLF001 - dbt-spark's cursor keeps its frame here
         except AnalysisException as exc:
             raise DbtRuntimeError(str(exc)) from exc
+        except Py4JJavaError as exc:  # a statement that runs at once (a model's create) and fails
+            raise DbtRuntimeError(java_error_text(str(exc))) from exc
 
     execute.reuses_running_session = True  # type: ignore[attr-defined]
     cursor.execute = execute
+    for name in ("fetchall", "fetchone"):
+        setattr(cursor, name, _without_java_stacks(getattr(cursor, name)))
+
+
+#: Lines of a Java stack trace in an error's text: frames, elisions, the driver's header.
+_JAVA_STACK_LINE = ("\tat ", "\t... ", "Driver stacktrace:")
+
+
+def java_error_text(text: str) -> str:
+    """An error's text without its Java stack frames: the exceptions' own lines only.
+
+    A query that fails as dbt fetches its rows (a compile-time query of a model, a data test)
+    raised py4j's error, whose text is the Java exception with every frame of the task's stack
+    and the driver's: dbt printed some hundred lines for one failure (a `cdc_topic_formats`
+    pattern that is not a regular expression: `Unclosed group near index 10`, then 90 lines
+    of frames). Left: the exception's message and its causes', each once."""
+    lines = text.splitlines()
+    first_frame = next((i for i, line in enumerate(lines) if line.startswith(_JAVA_STACK_LINE)), len(lines))
+    kept = lines[:first_frame]
+    for line in lines[first_frame:]:
+        # a cause whose message the exception's own does not carry already (a job's failure
+        # carries its task's)
+        if line.startswith("Caused by: ") and line[11:] not in "\n".join(kept):
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def _without_java_stacks(fetch: Any) -> Any:
+    """dbt-spark's cursor ``fetch`` raising a failed query's error as dbt's, in a few lines."""
+    from dbt_common.exceptions import DbtRuntimeError
+    from py4j.protocol import Py4JJavaError
+
+    def fetched(self: Any) -> Any:
+        try:
+            return fetch(self)
+        except Py4JJavaError as exc:
+            raise DbtRuntimeError(java_error_text(str(exc))) from exc
+
+    return fetched

@@ -95,3 +95,48 @@ def test_dbt_statements_run_on_the_running_session_as_it_is(lakehouse) -> None:
             cursor.execute("select * from no_such_table")
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def test_a_query_that_fails_in_its_tasks_is_a_short_dbt_error(lakehouse) -> None:
+    """A query that fails as dbt fetches its rows (a model's compile-time query, a data test)
+    raised py4j's error, the Java exception with every stack frame of the task and the driver:
+    dbt printed some hundred lines for a `cdc_topic_formats` pattern that does not compile.
+    It is dbt's runtime error now, the exceptions' messages without their frames."""
+    from dbt.adapters.spark.session import Cursor
+    from dbt_common.exceptions import DbtRuntimeError
+
+    reuse_running_session()
+    cursor = Cursor(server_side_parameters={})
+    # the pattern is made in the task, so the query fails there, not while Spark plans it
+    cursor.execute("select count(*) as n from range(1) where 'bench.x' rlike concat('^bench[.](', string(id))")
+    with pytest.raises(DbtRuntimeError) as failed:
+        cursor.fetchall()
+    message = str(failed.value)
+    assert "java.util.regex.PatternSyntaxException: Unclosed group near index 11" in message, message
+    assert "^bench[.](0" in message, message
+    assert "\tat " not in message and "Driver stacktrace" not in message, message
+    assert len(message.splitlines()) <= 6, message
+
+
+def test_java_stack_frames_are_left_out_of_an_error_and_a_new_cause_is_kept() -> None:
+    from lakehouse.dbt_session import java_error_text
+
+    text = (
+        "An error occurred while calling o1.collectToPython.\n"
+        ": org.apache.spark.SparkException: Job aborted: java.lang.IllegalStateException: boom\n"
+        "second line of the message\n"
+        "\tat org.apache.spark.A.b(A.scala:1)\n"
+        "\t... 22 more\n"
+        "Driver stacktrace:\n"
+        "\tat org.apache.spark.C.d(C.scala:2)\n"
+        "Caused by: java.lang.IllegalStateException: boom\n"
+        "\tat org.apache.spark.E.f(E.scala:3)\n"
+        "Caused by: java.io.IOException: disk full\n"
+        "\tat org.apache.spark.G.h(G.scala:4)\n"
+    )
+    assert java_error_text(text).splitlines() == [
+        "An error occurred while calling o1.collectToPython.",
+        ": org.apache.spark.SparkException: Job aborted: java.lang.IllegalStateException: boom",
+        "second line of the message",
+        "Caused by: java.io.IOException: disk full",
+    ]
