@@ -140,3 +140,21 @@ def test_java_stack_frames_are_left_out_of_an_error_and_a_new_cause_is_kept() ->
         "second line of the message",
         "Caused by: java.io.IOException: disk full",
     ]
+
+
+def test_a_build_of_a_lakehouse_with_nothing_landed_says_so_once(tmp_path: Path) -> None:
+    """Each node that reads bronze failed on its own in a lakehouse with nothing landed: six
+    errors of some thirty lines, a plan each. The project's on-run-start hook says it once,
+    before any node runs, and a selection that reads nothing of bronze still builds."""
+    env = dict(os.environ, LAKEHOUSE_DIR=str(tmp_path / "lh"))
+    empty = subprocess.run([str(BIN / "lakehouse"), "build"], env=env, capture_output=True, text=True, timeout=600)
+    said = empty.stdout + empty.stderr
+    assert empty.returncode == 2, said[-3000:]
+    assert (f"bronze.kafka_records is not in this lakehouse (LAKEHOUSE_DIR={tmp_path / 'lh'}), which the run "
+            "would read (cdc_parsed, kafka_topic_offsets, 7 data tests): nothing has been landed in it yet. "
+            "Land records first, with `lakehouse ingest --from-file DUMP`") in said, said[-3000:]
+    assert "TABLE_OR_VIEW_NOT_FOUND" not in said and " START " not in said, said[-3000:]
+    seeds = subprocess.run([str(BIN / "lakehouse"), "build", "--select", "cdc_op_codes"], env=env,
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert seeds.returncode == 0, (seeds.stdout + seeds.stderr)[-3000:]
+    assert "PASS=" in seeds.stdout and "ERROR=0" in seeds.stdout, seeds.stdout[-2000:]
