@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from lakehouse import __version__, cluster, postgres
 from lakehouse.paths import PROJECT_DIR, lakehouse_dir
@@ -233,11 +234,21 @@ def cmd_sql(args: argparse.Namespace) -> int:
         rows = result.collect() if result is not None else None
     except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException and friends
         _progress(f"sql failed{_which_statement(statements, number)}: {error_message(str(exc))}")
+        if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) and not _has_layers(spark):
+            _progress(f"sql: LAKEHOUSE_DIR={lakehouse_dir()} holds no lakehouse: no bronze, silver or gold "
+                      "database (nothing landed or built in it). Is it the one you meant?")  # fmt: skip
         return 1
     if result is None:
         return 0
     (print_json if args.json else print_table)(result.columns, rows)
     return 0
+
+
+def _has_layers(spark: Any) -> bool:
+    """Whether the metastore knows any of the lakehouse's databases: without them a missing
+    table most often means the wrong LAKEHOUSE_DIR (a new one, which the command just made),
+    which the table's absence alone does not say."""
+    return bool({"bronze", "silver", "gold"} & {row[0] for row in spark.sql("show databases").collect()})
 
 
 def _which_statement(statements: list[str], number: int) -> str:

@@ -7,7 +7,7 @@ cast) escaped as a Python traceback of some hundred lines with Spark's executor'
 before it; an unknown column came after a line of JSON with the Java stack trace (pyspark's own
 log of the error); and one successful command in three or four ended with py4j's ERROR and two
 tracebacks, its finalizer thread telling the JVM the command had just stopped about objects
-Python no longer held.
+Python no longer held. A table missing from a LAKEHOUSE_DIR that holds no lakehouse says so.
 """
 
 from __future__ import annotations
@@ -51,6 +51,17 @@ def test_a_failed_statement_is_one_message_that_says_what_and_where(tmp_path: Pa
     assert said[0].startswith("[lakehouse] sql failed in statement 2 of 2 (select nope from range(1)): "
                               "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter "
                               "with name `nope` cannot be resolved.")  # fmt: skip
+
+    # a table missing from a directory that holds no lakehouse at all: most often the wrong
+    # LAKEHOUSE_DIR, which the command says
+    missing = _sql(tmp_path, "select * from gold.cdc_current_state")
+    assert missing.returncode == 1
+    assert _said(missing) == [
+        "[lakehouse] sql failed: [TABLE_OR_VIEW_NOT_FOUND] The table or view `gold`.`cdc_current_state` cannot be "
+        "found. Verify the spelling and correctness of the schema and catalog.",
+        f"[lakehouse] sql: LAKEHOUSE_DIR={tmp_path} holds no lakehouse: no bronze, silver or gold database "
+        "(nothing landed or built in it). Is it the one you meant?",
+    ]
 
     raised = _sql(tmp_path, "select raise_error('no such order')")
     assert raised.returncode == 1
