@@ -14,10 +14,10 @@
         {%- set models, tests = [], [] -%}
         {%- for unique_id in selected_resources -%}
             {%- set node = graph.nodes.get(unique_id) -%}
+            {#- a source is never among them: `--select source:bronze.kafka_records` selects its
+                data tests, which read it -#}
             {%- if node and bronze.unique_id in node.depends_on.nodes -%}
                 {%- do (models if node.resource_type == 'model' else tests).append(node.name) -%}
-            {%- elif unique_id == bronze.unique_id -%}
-                {%- do tests.append(unique_id) -%}
             {%- endif -%}
         {%- endfor -%}
         {%- if (models or tests) and adapter.get_relation(bronze.database, bronze.schema, bronze.identifier) is none -%}
