@@ -73,12 +73,33 @@
         var (a mapping of pattern -> format id), which sets formats for one run or one
         deployment without editing the seed, e.g.
         dbt build --vars '{cdc_topic_formats: {"^shop[.]": canal-json}}'.
+
+        A pattern is a Java regular expression (Spark's rlike). One that does not compile stops
+        the query that matches it with a message naming the pattern and where it was given,
+        not with Java's PatternSyntaxException and the join that met it: `try_reflect` compiles
+        each pattern (a few rows, once per query) and is null when Java refuses it.
     -#}
-    select topic_pattern, format from {{ ref('cdc_topic_formats') }}
-    {%- for pattern, format_id in (var('cdc_topic_formats', none) or {}).items() %}
-    union all
-    select {{ cdc_sql_string(pattern) }} as topic_pattern, {{ cdc_sql_string(format_id) }} as format
-    {%- endfor %}
+    select
+        case
+            when topic_pattern is null or try_reflect('java.util.regex.Pattern', 'compile', topic_pattern) is not null
+                then topic_pattern
+            else raise_error(concat(
+                'the topic pattern "', topic_pattern, '" (', given_in, ') is not a regular expression ',
+                'as Java reads them (java.util.regex.Pattern); correct it there'
+            ))
+        end as topic_pattern,
+        format
+    from (
+        select topic_pattern, format, 'the seed seeds/cdc_topic_formats.csv' as given_in
+        from {{ ref('cdc_topic_formats') }}
+        {%- for pattern, format_id in (var('cdc_topic_formats', none) or {}).items() %}
+        union all
+        select
+            {{ cdc_sql_string(pattern) }} as topic_pattern,
+            {{ cdc_sql_string(format_id) }} as format,
+            'the var cdc_topic_formats' as given_in
+        {%- endfor %}
+    ) as given
 {%- endmacro %}
 
 {% macro cdc_topic_format_patterns_version() -%}

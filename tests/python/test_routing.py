@@ -117,3 +117,22 @@ def test_a_topic_s_pattern_is_asked_once_while_the_patterns_stay_the_same(lakeho
         ("shop.items", "canal-json", "items"): 1,
     }
     assert lakehouse.rows("select * from silver.cdc_quarantine") == []
+
+
+def test_a_pattern_java_cannot_compile_stops_the_build_with_one_message_naming_it(lakehouse, tmp_path):
+    """A topic pattern is a Java regular expression (Spark's rlike). One Java refuses failed the
+    build with PatternSyntaxException and the join that met it, not saying that it came from the
+    cdc_topic_formats var. The message now names the pattern and where it was given; a pattern
+    of Java's own syntax, which Python's `re` would refuse (`\\p{Punct}`), still routes."""
+    import pytest
+
+    lakehouse.ingest([CANAL.format(id=i, table="items") for i in (1, 2)], topic="shop.items")
+    with pytest.raises(AssertionError) as failed:
+        _build_log(lakehouse, tmp_path / "bad", {"^shop[.](": "canal-json"})
+    message = str(failed.value)
+    assert ('the topic pattern "^shop[.](" (the var cdc_topic_formats) is not a regular expression as '
+            "Java reads them (java.util.regex.Pattern); correct it there") in message, message
+    assert "PatternSyntaxException" not in message and "\tat " not in message, message
+    assert len(message.splitlines()) <= 6, message
+    _build_log(lakehouse, tmp_path / "good", {r"^shop\p{Punct}": "canal-json"})
+    assert _changes(lakehouse) == {("shop.items", "canal-json", "items"): 2}
