@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 DEBEZIUM = (
     '{{"before":null,"after":{{"id":{id},"name":"a"}},"source":{{"db":"shop","table":"{table}",'
     '"ts_ms":1700000000000,"file":"binlog.000001","pos":{id}}},"op":"c","ts_ms":1700000000000}}'
@@ -124,8 +126,6 @@ def test_a_pattern_java_cannot_compile_stops_the_build_with_one_message_naming_i
     build with PatternSyntaxException and the join that met it, not saying that it came from the
     cdc_topic_formats var. The message now names the pattern and where it was given; a pattern
     of Java's own syntax, which Python's `re` would refuse (`\\p{Punct}`), still routes."""
-    import pytest
-
     lakehouse.ingest([CANAL.format(id=i, table="items") for i in (1, 2)], topic="shop.items")
     with pytest.raises(AssertionError) as failed:
         _build_log(lakehouse, tmp_path / "bad", {"^shop[.](": "canal-json"})
