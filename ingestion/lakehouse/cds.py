@@ -5,7 +5,7 @@ the code paths of dbt's statements) before and while it runs its first queries, 
 every ``lakehouse build``, ``ingest``, ``sql``. A dynamic CDS archive (about 220 MB) holds
 them already parsed and verified, and the JVM maps it at start. A 4M-change first build
 reached its first model 5.4 s sooner with it; ``lakehouse sql "select 1"`` took 3.4 s against
-5.0 s (bench/README, stop 33).
+5.0 s (bench/JOURNAL.md, stop 33).
 
 ``make setup`` writes the archive (``python -m lakehouse.cds``) by running a small build over
 ``samples/`` in a throw-away lakehouse, whose JVM dumps the classes it loaded as it exits

@@ -8,7 +8,7 @@ one needs the other: here a thread starts the session of :mod:`lakehouse.session
 profile's settings, kept equal by tests/python/test_profile.py) and opens the metastore while
 dbt starts in the main thread; dbt's session method then gets the running session
 (``SparkSession.builder.getOrCreate``). Every build process, the first as much as one with
-nothing new, reaches its first model sooner: 1.3 s in stop 34's measurements (bench/README),
+nothing new, reaches its first model sooner: 1.3 s in stop 34's measurements (bench/JOURNAL.md),
 not all of dbt's start, since the JVM's own start keeps both cores of a small machine busy.
 
 Other targets (``--target thrift``, ``DBT_TARGET``) have no session to start: the caller runs

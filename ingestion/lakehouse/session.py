@@ -61,7 +61,7 @@ def metastore_driver(url: str) -> str:
 #: messages, row images, keys, orders, ids), so the writer fills a dictionary page per column
 #: chunk only to drop it. The 1M versions of gold.cdc_history (a first build's) were written
 #: again, warm, in 4.4-5.1 s without their dictionaries against 5.9-6.0 s with, in files of
-#: the same size (bench/README, stop 25).
+#: the same size (bench/JOURNAL.md, stop 25).
 #: Parquet's per-column setting (parquet.enable.dictionary#<column>) matches by name, in any
 #: table; the few tables with a low-cardinality column of one of these names are small.
 NO_DICTIONARY_COLUMNS = (
@@ -77,7 +77,7 @@ NO_DICTIONARY_COLUMNS = (
 #: value with its page's and row group's bounds. With these, Parquet's size statistics off and
 #: timestamps as INT64 (not the legacy INT96, whose 12-byte values went through a dictionary of
 #: byte arrays), the 4M first build's parse wrote silver, warm, in 24.0 s against 26.4 s
-#: (bench/README, stop 33). Delta keeps its own statistics for file skipping (each model's
+#: (bench/JOURNAL.md, stop 33). Delta keeps its own statistics for file skipping (each model's
 #: delta.dataSkippingStatsColumns); the key and order columns keep Parquet's for row groups.
 NO_STATISTICS_COLUMNS = (
     "before_image", "after_image", "raw_value", "raw_value_base64",  # silver
@@ -92,7 +92,7 @@ NO_STATISTICS_COLUMNS = (
 #: start-up code (metastore, Delta, the planner) that runs a few thousand times. With these,
 #: that ingest took 18.5-18.9 s against 20.4-22.1 s, 4M 41.4 s against 43.0-46.6 s, and a 4M
 #: first build 112 s against 115-121 s; ten times HotSpot's did about as well, a hundred and
-#: sixty times or C1 alone (166 s) worse: the rows' hot loops do need C2 (bench/README, stop 37).
+#: sixty times or C1 alone (166 s) worse: the rows' hot loops do need C2 (bench/JOURNAL.md, stop 37).
 JIT_OPTIONS = (
     "-XX:Tier4InvocationThreshold=200000 -XX:Tier4MinInvocationThreshold=80000 "
     "-XX:Tier4CompileThreshold=240000 -XX:Tier4BackEdgeThreshold=1600000"
@@ -143,7 +143,7 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.hadoop.datanucleus.autoStartMetaDataFiles": "package.jdo",
         # The class archive (lakehouse.cds), then the throughput collector: on two cores G1's
         # concurrent threads take CPU from the tasks; the 1M-change parse query ran 9-18% faster
-        # with it, cold and warm (bench/README). Then the JIT's thresholds (JIT_OPTIONS).
+        # with it, cold and warm (bench/JOURNAL.md, stops 19 and 33). Then the JIT's thresholds (JIT_OPTIONS).
         "spark.driver.extraJavaOptions": (
             f"{cds.java_options()} -XX:+UseParallelGC {JIT_OPTIONS} -Dderby.system.home={root} "
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"
@@ -154,7 +154,7 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.sql.shuffle.partitions": "16",
         # One bronze file (bronze.RECORDS_PER_FILE, about 25 MB) or silver file per task: with the
         # default 128 MB Spark packs five into one, and a 4M first build's parse ran as six tasks
-        # on two cores, one core idle for the last 8 s (34.6 s against 40.7 s; bench/README, stop 32).
+        # on two cores, one core idle for the last 8 s (34.6 s against 40.7 s; bench/JOURNAL.md, stop 32).
         "spark.sql.files.maxPartitionBytes": "32m",
         "spark.sql.ansi.enabled": "false",
         "spark.ui.enabled": "false",

@@ -24,7 +24,7 @@ malformed as (
     {#- phase, then six parts, each its digit count (two digits) and that many digits (1 to
         38), without leading zeros (cdc_apply_order): one alternative per count, so that a
         change costs one match of one pattern (4M changes, warm: 1.9 s against 4.4-4.7 s for a
-        looser pattern, then each part split out and measured; bench/README, stop 65). The
+        looser pattern, then each part split out and measured; bench/JOURNAL.md, stop 65). The
         end is `\z`: `$` would let a line terminator follow #}
     {%- set parts = ['01[0-9]'] %}
     {%- for digits in range(2, 39) %}

@@ -10,7 +10,7 @@
     The window over every version reads no row image: only the open and the current versions'
     partitions are read for the flags (at 4M changes, warm, about 6 s; comparing the current
     versions with gold.cdc_current_state, which is a view of them, took 3.5 s more and could
-    not fail; bench/README, stop 65).
+    not fail; bench/JOURNAL.md, stop 65).
 -#}
 
 with versions as (
