@@ -17,7 +17,8 @@ server) on the same lakehouse and run the next increments' builds through it (db
 target), as a deployment with a running Spark cluster does; unless --no-kafka, land two more
 increments from the local broker with a following loader that builds them in its own process
 (`lakehouse ingest --follow --build`), and produce the first records to the broker and land
-them from there into a second lakehouse. Each step runs as
+them from there into a second lakehouse, twice: the broker's first read of the topics, then
+from a broker that has served them once, as a running cluster's broker has. Each step runs as
 its own process, as a user runs it; the peak resident memory of its Spark driver JVM is sampled
 from /proc.
 
@@ -503,17 +504,30 @@ def produce(path: Path, bootstrap: str, create: bool = True, flush_s: float = 60
 
 def kafka_landing(first_file: Path, counts: dict[str, int], changes: int, out: Path, problems: list[str]) -> dict:
     """Produce the records to the local broker, then time `lakehouse ingest --bootstrap-servers`
-    per format into a second lakehouse."""
+    of every topic into a fresh lakehouse, twice.
+
+    The first landing is the broker's first read of the topics: a broker started a minute ago,
+    on the same two cores, that has only taken writes (its fetch path cold). A 1M landing took
+    5-20 s longer that way than the next one from the same broker (stop 69). The second, into
+    another fresh lakehouse by another process, reads from a broker that has served the topics
+    once, as a running cluster's broker has: the goal's figure. Both are reported and both are
+    checked, and the driver's peak is the larger one's.
+    """
     with local_broker(out / "kafka") as info:
         produced, produce_s = produce(first_file, info.bootstrap_servers)
         print(f"[bench] produced {produced:,} records in {produce_s:.1f}s", file=sys.stderr, flush=True)
-        root = out / f"lakehouse-kafka-{changes}"
-        shutil.rmtree(root, ignore_errors=True)
-        env = dict(os.environ, LAKEHOUSE_DIR=str(root))
-        landed = land("land from Kafka", ["--bootstrap-servers", info.bootstrap_servers,
-                                          "--topic-pattern", "bench[.].*"], counts, env, problems)
+        landings = []
+        for name in ("land from Kafka, the broker's first read", "land from Kafka"):
+            root = out / f"lakehouse-kafka-{changes}"
+            shutil.rmtree(root, ignore_errors=True)
+            env = dict(os.environ, LAKEHOUSE_DIR=str(root))
+            landings.append(land(name, ["--bootstrap-servers", info.bootstrap_servers,
+                                        "--topic-pattern", "bench[.].*"], counts, env, problems))
+        cold, landed = landings
         return {"kafka_produce_s": produce_s, "land_kafka": landed, "land_kafka_s": landed["s"],
-                "land_kafka_records_per_s": landed["records_per_s"], "land_kafka_peak_gib": landed["peak_gib"]}
+                "land_kafka_records_per_s": landed["records_per_s"],
+                "land_kafka_first_read_s": cold["s"], "land_kafka_first_read_records_per_s": cold["records_per_s"],
+                "land_kafka_peak_gib": max(cold["peak_gib"], landed["peak_gib"])}
 
 
 @contextlib.contextmanager
@@ -681,6 +695,7 @@ def table(results: list[dict], summary: dict) -> str:
         ("changes (records)", lambda r: f"{r['changes']:,} ({r['records']:,})"),
         ("land from file (records/s)", "land_file_records_per_s", "{:,.0f}"),
         ("land from Kafka (records/s)", "land_kafka_records_per_s", "{:,.0f}"),
+        ("land from Kafka, the broker's first read (records/s)", "land_kafka_first_read_records_per_s", "{:,.0f}"),
         ("first build (s)", "first_build_s", "{:.1f}"),
         ("first build (changes/s)", "first_build_changes_per_s", "{:,.0f}"),
         ("data tests of the first build (s)", "first_test_s", "{:.1f}"),
