@@ -508,19 +508,19 @@ def kafka_landing(first_file: Path, counts: dict[str, int], changes: int, out: P
 
     The first landing is the broker's first read of the topics: a broker started a minute ago,
     on the same two cores, that has only taken writes (its fetch path cold). A 1M landing took
-    5-20 s longer that way than the next one from the same broker (stop 69). The second, into
-    another fresh lakehouse by another process, reads from a broker that has served the topics
-    once, as a running cluster's broker has: the goal's figure. Both are reported and both are
-    checked, and the driver's peak is the larger one's.
+    5-20 s longer that way than the next one from the same broker (bench/JOURNAL.md, stop 69).
+    The second, into another fresh lakehouse by another process, reads from a broker that has
+    served the topics once, as a running cluster's broker has: the goal's figure. Both are
+    reported and both are checked, and the driver's peak is the larger one's.
     """
     with local_broker(out / "kafka") as info:
         produced, produce_s = produce(first_file, info.bootstrap_servers)
         print(f"[bench] produced {produced:,} records in {produce_s:.1f}s", file=sys.stderr, flush=True)
+        root = out / f"lakehouse-kafka-{changes}"
+        env = dict(os.environ, LAKEHOUSE_DIR=str(root))
         landings = []
         for name in ("land from Kafka, the broker's first read", "land from Kafka"):
-            root = out / f"lakehouse-kafka-{changes}"
             shutil.rmtree(root, ignore_errors=True)
-            env = dict(os.environ, LAKEHOUSE_DIR=str(root))
             landings.append(land(name, ["--bootstrap-servers", info.bootstrap_servers,
                                         "--topic-pattern", "bench[.].*"], counts, env, problems))
         cold, landed = landings
