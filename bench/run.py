@@ -312,8 +312,27 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
         result.update(follow_builds(source, increment, offsets, env, out, changes, problems))
         result["follow_incremental_vs_first"] = result["follow_incremental_s"] / build.seconds
         result.update(kafka_landing(first_file, first_counts, changes, out, problems))
+    result.update(settling_build(source, increment, offsets, build_cmd, env, out, changes, problems))
     result["problems"] = problems
     return result
+
+
+def settling_build(source: generate.Source, increment: int, offsets: dict, build_cmd: list[str],
+                   env: dict[str, str], out: Path, changes: int, problems: list[str]) -> dict:
+    """The increment that settles the history's closers: 1% more landed, then one build in a
+    process of its own (as the incremental build above) whose pre-hook first MERGEs the closers
+    every append before it left (every build since the first one) into the versions they end.
+    A lakehouse settles every cdc_history_settle_every appends (10 by default) and before any
+    increment that MERGEs; the bench's other builds append only (bench/JOURNAL.md, stop 70)."""
+    path = out / f"more6-{changes}.jsonl"
+    counts = generate.write_kcat(path, source.changes(increment), offsets)
+    expected = source.live_counts()
+    land("land 1% more to settle", ["--from-file", str(path)], counts, env, problems)
+    settle_vars = json.dumps({**json.loads(generate.build_vars()), "cdc_history_settle_every": 1})
+    step = Step("incremental build that settles the history", [*build_cmd[:-1], settle_vars], env)
+    check_answer("the build that settles the history", expected, env, problems)
+    return {"settling_build_s": step.seconds, "settling_build_models_s": model_seconds(since=step.started_at),
+            "settling_build_peak_gib": step.peak_gib}
 
 
 def land_and_build(source: generate.Source, increment: int, offsets: dict, env: dict[str, str],
@@ -723,6 +742,11 @@ def table(results: list[dict], summary: dict) -> str:
          lambda r: f"{r['follow_first_incremental_s']:.1f} / {r['follow_incremental_s']:.1f}"
          if "follow_incremental_s" in r else "-"),
         ("following loader: incremental / first build", "follow_incremental_vs_first", "{:.1%}"),
+        ("incremental after 1% that settles the history's closers, its own process (s)",
+         "settling_build_s", "{:.1f}"),
+        ("its history node / the incremental build's (s)",
+         lambda r: f"{r['settling_build_models_s'].get('cdc_history_versions', 0):.1f} / "
+         f"{r['incremental_build_models_s'].get('cdc_history_versions', 0):.1f}" if "settling_build_s" in r else "-"),
         ("live rows: gold / floor / expected",
          lambda r: f"{r['live_rows_gold']:,} / {r['live_rows_floor']:,} / {r['live_rows_expected']:,}"),
         ("driver peak: land from file (GiB)", "land_file_peak_gib", "{:.2f}"),

@@ -15,10 +15,10 @@
     file that also held the new append's changes would be read whole for them.
 #}
 
-{% macro cdc_compact_every(name) -%}
-    {#- The var `name` as a number of writes: 100 when the project does not set it, 0 (never)
-        when it is null, false or "0" (a --vars text may give a string) -#}
-    {%- set setting = var(name, 100) -%}
+{% macro cdc_compact_every(name, default=100) -%}
+    {#- The var `name` as a number of writes: `default` when the project does not set it, 0
+        (never) when it is null, false or "0" (a --vars text may give a string) -#}
+    {%- set setting = var(name, default) -%}
     {{ return(0 if setting in (none, false, 'false') else setting | int) }}
 {%- endmacro %}
 

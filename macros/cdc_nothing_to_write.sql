@@ -13,9 +13,22 @@
     /* cdc_nothing_to_write */
 {%- endmacro %}
 
+{% macro cdc_append() -%}
+    {#-
+        Placed in an incremental model's SQL when the model knows at compile time that its run
+        only adds rows (gold.cdc_history_versions' in-order increments): the run appends its
+        query's rows (an INSERT) instead of the MERGE of its configured strategy
+        (dbt_spark_get_incremental_sql below). dbt reads config() at parse time only, so a
+        strategy cannot be chosen by what the compile read. A comment, so the model's query is
+        unchanged.
+    -#}
+    /* cdc_append */
+{%- endmacro %}
+
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) -%}
     {#- dbt-spark's statement of an incremental run (this project's version takes precedence),
-        or a statement that writes nothing when the model's SQL says so (cdc_nothing_to_write) -#}
+        a statement that writes nothing when the model's SQL says so (cdc_nothing_to_write), or
+        an append in place of the MERGE (cdc_append) -#}
     {%- set record = cdc_handed('record_only') -%}
     {%- if record -%}
         {#- nothing to change but the watermark, which the session's commit metadata holds
@@ -25,6 +38,8 @@
         )
     {%- elif '/* cdc_nothing_to_write */' in ((model or {}).get('compiled_code') or '') -%}
         select 'nothing new for {{ target }}' as skipped_write
+    {%- elif '/* cdc_append */' in ((model or {}).get('compiled_code') or '') -%}
+        {{ dbt.dbt_spark_get_incremental_sql('append', source, target, existing, unique_key, incremental_predicates) }}
     {%- else -%}
         {{ dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
     {%- endif -%}

@@ -69,7 +69,7 @@ NO_DICTIONARY_COLUMNS = (
     "record_id", "before_image", "after_image", "raw_value", "raw_value_base64", "raw_key",  # silver
     "pk", "before_pk", "vendor_sequence", "apply_order", "change_id",  # silver and gold
     "kafka_offset", "kafka_timestamp", "transaction_id",  # silver
-    "version_id", "row", "next_apply_order",  # gold.cdc_history
+    "version_id", "row", "next_apply_order",  # gold.cdc_history_versions
 )
 
 #: Columns written without Parquet min/max statistics: long text no reader filters by (row

@@ -1,13 +1,25 @@
 {#
-    The upkeep of gold.cdc_history's files. Every increment's MERGE adds a file to each
-    partition it writes, and the MERGE after it reads every file of the open partitions: a
+    The upkeep of the history's stored versions (gold.cdc_history_versions): its closers
+    settled, its files compacted.
+
+    Settling. An in-order increment appends its new versions and a closer per key it touches
+    (models/gold/cdc_history_versions.sql); the version each closer ends keeps no end of its
+    own until a settling MERGE writes the closer's into it and deletes the closer.
+    gold.cdc_history ends such versions when read (cdc_history_pending_ends), at a cost that
+    grows with the closers, so they are settled every `cdc_history_settle_every` appends (the
+    var, 10 by default; 0: only when needed), and always before an increment that MERGEs (a
+    late change, a truncate, a replay), whose recomputation reads the stored ends. A pre-hook,
+    so that the increment's own write, the table's last commit, records its watermark.
+
+    Compaction. Every increment adds a file to each partition it writes, and a MERGE reads
+    every file of the open partitions: a
     loader that builds every minute would pile up small files all day, and every MERGE would
     read more of them (a 4M history's MERGE, warm, took 8.0 s with its open versions in 600
     files against 6.3 s in 16). So every `cdc_history_compact_every` MERGEs (the var, 100 by
     default), the build compacts the table after its MERGE: one OPTIMIZE that packs the small
     files and drops the rows the MERGEs marked deleted.
 
-    The MERGEs are counted in the watermark each one records, not read from the table: a run
+    The writes are counted in the watermark each one records, not read from the table: a run
     adds itself to the count its last write recorded, from 0 again when an OPTIMIZE came after
     that write (cdc_last_commit passes over it, and says so).
 
@@ -47,7 +59,101 @@
     {%- if not compaction or not compaction.compact -%}
         {{ return('') }}
     {%- endif -%}
-    {{ log('gold.cdc_history: compacting its files after ' ~ compaction.writes ~ ' MERGEs (cdc_history_compact_every)', info=true) }}
+    {{ log(this ~ ': compacting its files after ' ~ compaction.writes ~ ' writes (cdc_history_compact_every)', info=true) }}
     {%- do cdc_optimize_files(this) -%}
     {{ return('') }}
+{%- endmacro %}
+
+{% macro cdc_history_settling(recorded, appends) -%}
+    {#-
+        At an increment of the history that writes: {'settle': whether a pre-hook settles the
+        closers of the appends before it first (cdc_settle_history), 'before': how many appends
+        they are, 'after': how many are unsettled after this run's write, recorded with the
+        watermark}. `recorded`: what the last write recorded with its watermark
+        (cdc_watermark); `appends`: whether this run appends (else it MERGEs, on settled
+        versions only).
+    -#}
+    {%- set every = cdc_compact_every('cdc_history_settle_every', 10) -%}
+    {%- set before = recorded.get('unsettled_appends', 0) | int -%}
+    {%- set settle = before > 0 and (not appends or (every > 0 and before >= every)) -%}
+    {{ return({
+        'settle': settle,
+        'before': before,
+        'after': (0 if settle else before) + (1 if appends else 0),
+    }) }}
+{%- endmacro %}
+
+{% macro cdc_settle_history() -%}
+    {#-
+        Pre-hook of gold.cdc_history_versions: the settling cdc_history_settling decided, before
+        the write. One MERGE: every stored version a closer ends (cdc_history_pending_ends) gets
+        that end and leaves the open partitions, and every closer is deleted. gold.cdc_history
+        reads the same before and after. Its commit records nothing of its own (the model's
+        compile set the watermark its write records: unset for the MERGE, set again after).
+    -#}
+    {%- set settling = cdc_handed('history_settling') -%}
+    {%- if not settling or not settling.settle -%}
+        {{ return('') }}
+    {%- endif -%}
+    {{ log(this ~ ': settling the closers of ' ~ settling.before ~ ' appends (cdc_history_settle_every)', info=true) }}
+    {%- set key = 'spark.databricks.delta.commitInfo.userMetadata' -%}
+    {%- set metadata = run_query('set ' ~ key).rows[0][1] -%}
+    {%- do run_query('reset ' ~ key) -%}
+    {%- set settle -%}
+        merge into {{ this }} as stored
+        using (
+            select version_id, pending_end.valid_to, pending_end.next_apply_order, false as is_closer
+            from ({{ cdc_history_pending_ends(this) }}) as open_versions
+            where pending_end is not null
+            union all
+            select version_id, valid_to, next_apply_order, true as is_closer
+            from {{ this }}
+            where is_open and is_closer
+        ) as settled
+        on stored.is_open and stored.version_id = settled.version_id
+        when matched and settled.is_closer then delete
+        when matched then update set
+            valid_to = settled.valid_to,
+            next_apply_order = settled.next_apply_order,
+            is_open = false,
+            is_current = false
+    {%- endset -%}
+    {%- do run_query(settle) -%}
+    {%- if metadata and metadata != '<undefined>' -%}
+        {%- do run_query('set ' ~ key ~ ' = ' ~ metadata) -%}
+    {%- endif -%}
+    {{ return('') }}
+{%- endmacro %}
+
+{% macro cdc_history_pending_ends(versions) -%}
+    {#-
+        SQL: the stored versions of `versions` (gold.cdc_history_versions) in its open
+        partitions, each with `pending_end`: struct(next_apply_order, valid_to) of the first
+        closer of its key after it, null when none ends it (it is the key's open version).
+        Each closer is an append's first new change of its key, and each version in the open
+        partitions the last of its key in the write that stored it, so the first closer after
+        a version is its key's next change. The closers, few, are gathered per key and
+        broadcast: the open versions are read once, neither shuffled nor sorted.
+    -#}
+    select /*+ broadcast(pending) */
+        open_versions.*,
+        array_min(filter(
+            pending.ends,
+            closer -> closer.next_apply_order > open_versions.apply_order
+        )) as pending_end
+    from {{ versions }} as open_versions
+    left join (
+        select
+            source_database, source_schema, source_table, pk,
+            collect_list(struct(next_apply_order, valid_to)) as ends
+        from {{ versions }}
+        where is_open and is_closer
+        group by source_database, source_schema, source_table, pk
+    ) as pending
+        on
+            open_versions.source_database <=> pending.source_database
+            and open_versions.source_schema <=> pending.source_schema
+            and open_versions.source_table = pending.source_table
+            and open_versions.pk = pending.pk
+    where open_versions.is_open and not open_versions.is_closer
 {%- endmacro %}

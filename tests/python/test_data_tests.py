@@ -77,22 +77,22 @@ def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
     latest = _compiled_test("gold/_gold__models.yml", "cdc_matches_latest_change")
     strict = _compiled_test("silver/_silver__models.yml", "cdc_apply_order_is_strict")
     assert lakehouse.rows(history) == lakehouse.rows(latest) == lakehouse.rows(strict) == []
-    whole = lakehouse.rows("describe history gold.cdc_history")[0]["version"]
+    whole = lakehouse.rows("describe history gold.cdc_history_versions")[0]["version"]
     orders = {(r["pk"], r["v"]): r["apply_order"] for r in lakehouse.rows(
         "select pk, coalesce(get_json_object(row, '$.v'), op) as v, apply_order from gold.cdc_history")}
     key = {i: f'{{"id":{i}}}' for i in (1, 2, 3)}
 
     def restore() -> None:
-        lakehouse.spark.sql(f"restore table gold.cdc_history to version as of {whole}")
+        lakehouse.spark.sql(f"restore table gold.cdc_history_versions to version as of {whole}")
         assert lakehouse.rows(history) == lakehouse.rows(latest) == []
 
     # the history: key 1's first version ends a second late; key 1's middle version (ended) and
     # key 2's open one swap their current flags
-    lakehouse.spark.sql("update gold.cdc_history set valid_to = valid_to + interval 1 second "
+    lakehouse.spark.sql("update gold.cdc_history_versions set valid_to = valid_to + interval 1 second "
                         f"where pk = '{key[1]}' and op = 'c'")
-    lakehouse.spark.sql(f"update gold.cdc_history set is_current = true where pk = '{key[1]}' and "
+    lakehouse.spark.sql(f"update gold.cdc_history_versions set is_current = true where pk = '{key[1]}' and "
                         f"apply_order = '{orders[key[1], 'b']}'")
-    lakehouse.spark.sql(f"update gold.cdc_history set is_current = false where pk = '{key[2]}'")
+    lakehouse.spark.sql(f"update gold.cdc_history_versions set is_current = false where pk = '{key[2]}'")
     assert _problems(lakehouse, history, "pk", "apply_order", "problem") == {
         (key[1], orders[key[1], "a"], "interval does not end where the next begins"),
         (key[1], orders[key[1], "b"], "current version is not an open version with a row"),
@@ -102,9 +102,9 @@ def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
     restore()
 
     # gold against silver: key 1's live row lost, key 2's row changed, deleted key 3 live again
-    lakehouse.spark.sql(f"delete from gold.cdc_history where pk = '{key[1]}' and is_current")
-    lakehouse.spark.sql(f"update gold.cdc_history set row = '{{\"id\":2,\"v\":\"z\"}}' where pk = '{key[2]}'")
-    lakehouse.spark.sql(f"update gold.cdc_history set is_current = true where pk = '{key[3]}' and op = 'c'")
+    lakehouse.spark.sql(f"delete from gold.cdc_history_versions where pk = '{key[1]}' and is_current")
+    lakehouse.spark.sql(f"update gold.cdc_history_versions set row = '{{\"id\":2,\"v\":\"z\"}}' where pk = '{key[2]}'")
+    lakehouse.spark.sql(f"update gold.cdc_history_versions set is_current = true where pk = '{key[3]}' and op = 'c'")
     assert _problems(lakehouse, latest, "pk", "problem") == {
         (key[1], "expected in gold, missing or different"),
         (key[2], "expected in gold, missing or different"),

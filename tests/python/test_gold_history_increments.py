@@ -1,7 +1,7 @@
-"""gold.cdc_history across increments: in order (the open partition alone is read and MERGEd),
-with nothing new (no MERGE) and with a late change (every stored version of its
-key), checked version by version. And the watermarks the incremental models leave in their
-Delta commits for the next run to read."""
+"""gold.cdc_history across increments: in order (an append of the new versions and of closers,
+nothing stored read), with nothing new (no write), the closers settled, and with a late change
+(every stored version of its key, MERGEd), checked version by version. And the watermarks the
+incremental models leave in their Delta commits for the next run to read."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from cdc_messages import DebeziumTable
 from conftest import DBT_TARGET, PROJECT
 
-RUN_SQL = DBT_TARGET / "run" / "cdc_lakehouse" / "models" / "gold" / "cdc_history.sql"
+RUN_SQL = DBT_TARGET / "run" / "cdc_lakehouse" / "models" / "gold" / "cdc_history_versions.sql"
 COMPILED = DBT_TARGET / "compiled" / "cdc_lakehouse" / "models" / "gold"
 
 
@@ -30,8 +30,8 @@ def _versions(lakehouse, table: str) -> dict[str, list[tuple]]:
 
 
 def _compiled_history() -> str:
-    """The history model's query as the last build compiled it."""
-    return (COMPILED / "cdc_history.sql").read_text()
+    """The stored versions' query as the last build compiled it."""
+    return (COMPILED / "cdc_history_versions.sql").read_text()
 
 
 def _merge_statement() -> str:
@@ -50,10 +50,18 @@ def _build_and_test_the_history(lakehouse) -> None:
     run all of them.
     """
     lakehouse.build(tests=False)
-    lakehouse.dbt("test", "--select", "cdc_history", "cdc_current_state", "cdc_key_state", "cdc_changes")
+    lakehouse.dbt("test", "--select", "cdc_history", "cdc_history_versions", "cdc_current_state", "cdc_key_state",
+                  "cdc_changes")
 
 
-def test_in_order_increment_merges_the_open_partition_only(lakehouse):
+def _closers(lakehouse, table: str) -> list[tuple]:
+    """(pk, next_apply_order is set, valid_to is set) of the closers stored for ``table``."""
+    return [(r["pk"], r["ordered"], r["timed"]) for r in lakehouse.rows(
+        "select pk, next_apply_order is not null as ordered, valid_to is not null as timed "
+        f"from gold.cdc_history_versions where is_closer and source_table = '{table}' order by pk")]
+
+
+def test_in_order_increment_appends_its_versions_and_a_closer_per_key(lakehouse):
     t = DebeziumTable("dbserver1", "inventory", "hist", ["id"])
     one, two, three = {"id": 1, "v": "a"}, {"id": 2, "v": "a"}, {"id": 3, "v": "a"}
     first = [t.insert(one), t.insert(two), t.insert(three), t.update(one, {**one, "v": "b"}),
@@ -67,13 +75,18 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
               t.update(three, {"id": 4, "v": "a"}), t.update({**one, "v": "c"}, {**one, "v": "d"})]
     lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
     _build_and_test_the_history(lakehouse)
-    merge = _merge_statement()
-    assert "DBT_INTERNAL_DEST.is_open and" in merge
-    # nothing stored is read: each key's open version is closed by key, by a closer that is
-    # never inserted; the new versions are windowed among themselves
-    assert "DBT_INTERNAL_SOURCE.pk = DBT_INTERNAL_DEST.pk" in merge
-    assert "when not matched and (DBT_INTERNAL_SOURCE.version_id is not null) then insert" in merge
-    assert "gold.cdc_history" not in _compiled_history()
+    # an append: nothing stored is read or rewritten; the new versions are windowed among
+    # themselves, and each key they touch gets a closer, its first new change
+    run = RUN_SQL.read_text()
+    assert "insert into table gold.cdc_history_versions" in run and "merge into" not in run
+    assert "gold.cdc_history_versions" not in _compiled_history()
+    assert _closers(lakehouse, "hist") == [(f'{{"id":{i}}}', True, True) for i in range(1, 5)]
+    # the versions open before it are stored as they were (open, no end): the view ends them
+    stored = lakehouse.rows("select get_json_object(row, '$.v') as v, op, valid_to from gold.cdc_history_versions "
+                            "where source_table = 'hist' and is_open and not is_closer and apply_order < "
+                            "(select min(next_apply_order) from gold.cdc_history_versions where is_closer "
+                            "and source_table = 'hist') order by pk")
+    assert [(r["v"], r["op"], r["valid_to"]) for r in stored] == [("b", "u", None), (None, "d", None), ("a", "c", None)]
     # no run has consumed a truncate: silver is not scanned for earlier ones
     assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and false", _compiled_history(), re.S)
     expected = {
@@ -100,42 +113,93 @@ def test_in_order_increment_merges_the_open_partition_only(lakehouse):
         ('{"id":3}', "d", True, True), ('{"id":4}', "u", False, False),
     ]
 
-    # nothing new: the history's source is empty, no MERGE runs, and nothing moves
+    # nothing new: the history's source is empty, nothing is written, and nothing moves
     lakehouse.build(tests=False)
-    compiled = (COMPILED / "cdc_history.sql").read_text()
+    compiled = _compiled_history()
     assert "/* cdc_nothing_to_write */" in compiled and "new_changes" not in compiled
-    assert "merge into" not in RUN_SQL.read_text()
+    assert "merge into" not in RUN_SQL.read_text() and "insert into" not in RUN_SQL.read_text()
     assert _versions(lakehouse, "hist") == expected
     assert len(lakehouse.rows("select * from gold.cdc_key_state where source_table = 'hist'")) == 4
 
 
-def test_an_increment_merges_by_hash_join_and_puts_the_session_back(lakehouse, tmp_path):
-    """Delta's MERGE joins its source with every row of the open partition: an increment sets
-    the session to hash that join, not sort it (macros/cdc_merge_joins.sql), for its MERGE
-    only. The settings are set before the MERGE and reset after it, the session then holds
-    what it held before, and a build with nothing new (no MERGE) sends neither."""
-    keys = ("spark.sql.join.preferSortMergeJoin", "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold")
-    before = {key: lakehouse.spark.conf.get(key) for key in keys}
-    t = DebeziumTable("dbserver1", "inventory", "hist_hash", ["id"])
-    rows = {i: {"id": i, "v": "a"} for i in range(1, 4)}
-    first = [t.insert(r) for r in rows.values()]
-    lakehouse.ingest(t.envelopes(first, first_offset=0), fmt="debezium-json")
-    lakehouse.build(tests=False)
-    second = [t.update(rows[1], {"id": 1, "v": "b"}), t.insert({"id": 4, "v": "a"})]
-    lakehouse.ingest(t.envelopes(second, first_offset=len(first)), fmt="debezium-json")
-    log = lakehouse.logged_build(tmp_path / "increment")
+SETTLE_EVERY_TWO = json.dumps({"cdc_history_settle_every": 2})
+HASH_JOIN_KEYS = ("spark.sql.join.preferSortMergeJoin", "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold")
 
-    merge = log.index("merge into gold.cdc_history as DBT_INTERNAL_DEST")
-    sets = [log.rindex(f"set {key} = {value}", 0, merge) for key, value in zip(keys, ("false", "64m"), strict=True)]
-    resets = [log.index(f"reset {key}", merge) for key in keys]
-    assert max(sets) < merge < min(resets)
-    assert {key: lakehouse.spark.conf.get(key) for key in keys} == before
-    assert lakehouse.current_state("hist_hash") == {
-        ("hist_hash", f'{{"id":{i}}}'): {"id": str(i), "v": v} for i, v in ((1, "b"), (2, "a"), (3, "a"), (4, "a"))}
+
+def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_reads_the_same(lakehouse, tmp_path):
+    """Every cdc_history_settle_every appends (2 here) a build settles the closers before its
+    own append: one MERGE writes each closer's end into the version it ends, and deletes the
+    closers. gold.cdc_history reads the same before and after. Delta's MERGE joins its source
+    with every row of the open partition: the session hashes that join, not sorts it
+    (macros/cdc_merge_joins.sql), for that build only, and holds what it held before after
+    it; a build that only appends, or has nothing new, sends neither."""
+    before = {key: lakehouse.spark.conf.get(key) for key in HASH_JOIN_KEYS}
+    t = DebeziumTable("dbserver1", "inventory", "hist_settle", ["id"])
+    rows = {i: {"id": i, "v": "a"} for i in range(1, 4)}
+    sent = [t.insert(r) for r in rows.values()]
+    lakehouse.ingest(t.envelopes(sent, first_offset=0), fmt="debezium-json")
+    lakehouse.build(tests=False)
+
+    def land(ids: list[int], value: str) -> None:
+        batch = [t.update(rows[i], {**rows[i], "v": value}) for i in ids]
+        rows.update({i: {**rows[i], "v": value} for i in ids})
+        lakehouse.ingest(t.envelopes(batch, first_offset=len(sent)), fmt="debezium-json")
+        sent.extend(batch)
+
+    def history(pks: tuple[int, ...] = (1, 2, 3)) -> list[dict]:
+        keys = ", ".join(f"'{{\"id\":{i}}}'" for i in pks)
+        return lakehouse.rows(
+            "select version_id, pk, get_json_object(row, '$.v') as v, valid_from, valid_to, apply_order, "
+            f"next_apply_order, is_open, is_current from gold.cdc_history where source_table = 'hist_settle' "
+            f"and pk in ({keys}) order by pk, apply_order")
+
+    def unsettled() -> int:
+        commit = lakehouse.rows("describe history gold.cdc_history_versions limit 1")[0]
+        return json.loads(commit["userMetadata"])["cdc_lakehouse_watermark"]["unsettled_appends"]
+
+    land([1, 2], "b")
+    appended = lakehouse.logged_build(tmp_path / "append", "--vars", SETTLE_EVERY_TWO)
+    assert "insert into table gold.cdc_history_versions" in appended
+    assert "merge into gold.cdc_history_versions" not in appended
+    assert not any(f"set {key} =" in appended or f"reset {key}" in appended for key in HASH_JOIN_KEYS)
+    land([1], "c")
+    lakehouse.build("--vars", SETTLE_EVERY_TWO, tests=False)
+    assert unsettled() == 2
+    assert _closers(lakehouse, "hist_settle") == [('{"id":1}', True, True)] * 2 + [('{"id":2}', True, True)]
+    unsettled_history = history()
+    # each version ends where its key's next one begins, though none stored says so
+    chain = [r for r in unsettled_history if r["pk"] == '{"id":1}']
+    assert [r["v"] for r in chain] == ["a", "b", "c"]
+    assert [r["valid_to"] for r in chain] == [r["valid_from"] for r in chain[1:]] + [None]
+    assert [r["next_apply_order"] for r in chain] == [r["apply_order"] for r in chain[1:]] + [None]
+    assert [(r["is_open"], r["is_current"]) for r in unsettled_history] == [
+        (False, False), (False, False), (True, True), (False, False), (True, True), (True, True)]
+
+    land([3], "b")
+    log = lakehouse.logged_build(tmp_path / "settle", "--vars", SETTLE_EVERY_TWO)
+    settle = log.index("merge into gold.cdc_history_versions as stored")
+    assert settle < log.index("insert into table gold.cdc_history_versions")
+    sets = [log.rindex(f"set {key} = {value}", 0, settle)
+            for key, value in zip(HASH_JOIN_KEYS, ("false", "64m"), strict=True)]
+    resets = [log.index(f"reset {key}", settle) for key in HASH_JOIN_KEYS]
+    assert max(sets) < settle < min(resets)
+    assert {key: lakehouse.spark.conf.get(key) for key in HASH_JOIN_KEYS} == before
+    # the closers before it are gone, their ends stored; this build's append left its own
+    assert unsettled() == 1
+    assert _closers(lakehouse, "hist_settle") == [('{"id":3}', True, True)]
+    # stored open: each key's latest version, and key 3's "a", which this build's closer ends
+    assert {r["pk"]: r["n"] for r in lakehouse.rows(
+        "select pk, count(*) as n from gold.cdc_history_versions where source_table = 'hist_settle' "
+        "and is_open and not is_closer group by pk")} == {'{"id":1}': 1, '{"id":2}': 1, '{"id":3}': 2}
+    assert history((1, 2)) == [r for r in unsettled_history if r["pk"] != '{"id":3}']
+    _build_and_test_the_history(lakehouse)
+    assert lakehouse.current_state("hist_settle") == {
+        ("hist_settle", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}
 
     idle = lakehouse.logged_build(tmp_path / "nothing-new")
-    assert "merge into gold.cdc_history" not in idle
-    assert not any(f"set {key} =" in idle or f"reset {key}" in idle for key in keys)
+    assert "merge into gold.cdc_history_versions" not in idle
+    assert "insert into table gold.cdc_history_versions" not in idle
+    assert not any(f"set {key} =" in idle or f"reset {key}" in idle for key in HASH_JOIN_KEYS)
 
 
 def test_late_change_recomputes_the_closed_versions_of_its_key(lakehouse):
@@ -145,14 +209,19 @@ def test_late_change_recomputes_the_closed_versions_of_its_key(lakehouse):
     upd_b = t.update(row, {**row, "v": "b"})
     upd_c = t.update({**row, "v": "b"}, {**row, "v": "c"})
     upd_d = t.update({**row, "v": "c"}, {**row, "v": "d"})
-    lakehouse.ingest(t.envelopes([ins, upd_b, upd_d], first_offset=0), fmt="debezium-json")
+    lakehouse.ingest(t.envelopes([ins, upd_b], first_offset=0), fmt="debezium-json")
     lakehouse.build(tests=False)
+    # in order: appended, with a closer that ends "b"
+    lakehouse.ingest(t.envelopes([upd_d], first_offset=2), fmt="debezium-json")
+    lakehouse.build(tests=False)
+    assert _closers(lakehouse, "hist_late") == [('{"id":1}', True, True)]
 
     # the update to "c" is older than the stored open version ("d") and slots in before it:
-    # the closed version "b" gets a new end
+    # the closers are settled first, then the closed version "b" gets a new end in a MERGE
     lakehouse.ingest(t.envelopes([upd_c], first_offset=3), fmt="debezium-json")
     _build_and_test_the_history(lakehouse)
-    assert "DBT_INTERNAL_DEST.is_open" not in _merge_statement()
+    assert "merge into gold.cdc_history_versions as DBT_INTERNAL_DEST" in _merge_statement()
+    assert _closers(lakehouse, "hist_late") == []
     values = lakehouse.rows(
         "select get_json_object(row, '$.v') as v, is_open, is_current from gold.cdc_history "
         "where source_table = 'hist_late' order by apply_order"
@@ -170,30 +239,30 @@ def test_history_of_an_earlier_layout_asks_for_a_full_refresh(lakehouse):
     first = [t.insert(row)]
     lakehouse.ingest(t.envelopes(first, first_offset=0), fmt="debezium-json")
     lakehouse.build(tests=False)
-    # the layout before is_open: partitioned by is_current alone
+    # the layout before closers: partitioned by is_open and is_current alone
     lakehouse.spark.sql(
-        "create or replace table gold.cdc_history using delta partitioned by (is_current) "
-        "as select * except (is_open) from gold.cdc_history"
+        "create or replace table gold.cdc_history_versions using delta partitioned by (is_open, is_current) "
+        "as select * except (is_closer) from gold.cdc_history_versions"
     )
     lakehouse.ingest(t.envelopes([t.update(row, {**row, "v": "b"})], first_offset=1), fmt="debezium-json")
     result = dbtRunner().invoke([
-        "run", "--select", "+cdc_history", "--profiles-dir", str(PROJECT / "profiles"),
+        "run", "--select", "+cdc_history_versions", "--profiles-dir", str(PROJECT / "profiles"),
         "--project-dir", str(PROJECT), "--quiet",
     ])
     messages = " ".join(str(r.message) for r in (result.result or []))
     assert not result.success
-    assert "lacks is_open" in messages and "--select cdc_history --full-refresh" in messages
+    assert "lacks is_closer" in messages and "--select cdc_history_versions --full-refresh" in messages
 
-    lakehouse.build("--select", "cdc_history", "--full-refresh", tests=False)
+    lakehouse.build("--select", "cdc_history_versions", "--full-refresh", tests=False)
     assert [r["v"] for r in lakehouse.rows(
         "select get_json_object(row, '$.v') as v from gold.cdc_history "
         "where source_table = 'hist_old' and is_open order by apply_order"
     )] == ["b"]
 
 
-WATERMARKED = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
+WATERMARKED = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_columns")
 # the table whose newest commit each one's write recorded with its watermark (what it read)
-UPSTREAM = {"silver.cdc_parsed": "bronze.kafka_records", "gold.cdc_history": "silver.cdc_parsed",
+UPSTREAM = {"silver.cdc_parsed": "bronze.kafka_records", "gold.cdc_history_versions": "silver.cdc_parsed",
             "gold.cdc_table_columns": "silver.cdc_parsed"}
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # a MERGE that writes one parsed record again as it is (an append of nothing does not commit)
@@ -202,7 +271,7 @@ PARSED_AGAIN = ("merge into silver.cdc_parsed as t using (select * from silver.c
 
 
 # the history records too how many truncates the runs up to its watermark consumed
-NO_TRUNCATE = {"gold.cdc_history": {"truncations": 0}}
+NO_TRUNCATE = {"gold.cdc_history_versions": {"truncations": 0}}
 
 
 def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
@@ -218,16 +287,18 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
         newest = lakehouse.rows(f"describe history {UPSTREAM[table]} limit 1")[0]
         assert mark.pop("upstream") == {
             "table": UPSTREAM[table], "version": newest["version"], "committed_at": str(newest["timestamp"])}, table
-    if mark and table == "gold.cdc_history" and first_build:
+    if mark and table == "gold.cdc_history_versions" and first_build:
         assert "orders" not in mark, mark
-    elif mark and table == "gold.cdc_history":
+    elif mark and table == "gold.cdc_history_versions":
         newest = lakehouse.rows(
             "select concat_ws('/', coalesce(source_database, ''), coalesce(source_schema, ''), source_table) as t, "
             "max(apply_order) as newest from gold.cdc_history group by 1")
         assert mark.pop("orders") == {r["t"]: r["newest"] for r in newest}
-    if mark and table == "gold.cdc_history" and not first_build:
-        # the MERGEs since the last compaction (checked by its own test)
+    if mark and table == "gold.cdc_history_versions" and not first_build:
+        # the writes since the last compaction, and the appends not settled yet (checked by
+        # their own tests)
         assert mark.pop("writes_since_compaction") >= 1, mark
+        assert mark.pop("unsettled_appends") >= 0, mark
     if mark and table == "gold.cdc_table_columns":
         # which commit last wrote the rows, when this one had nothing else to change (checked
         # by the test)
@@ -245,7 +316,7 @@ def _commit_with_metadata(lakehouse, table: str, metadata: dict, statement: str 
     """A commit to ``table`` carrying ``metadata``, as a failed model's leftover setting would
     give it: ``statement``, else a MERGE that writes every row again as it is (a write that
     changes nothing does not commit)."""
-    key = "version_id" if table == "gold.cdc_history" else "state_key"
+    key = "version_id" if table == "gold.cdc_history_versions" else "state_key"
     lakehouse.spark.sql(f"set {USER_METADATA} = {json.dumps(metadata)}")
     try:
         lakehouse.spark.sql(statement or f"merge into {table} as t using {table} as s on t.{key} = s.{key} "
@@ -322,7 +393,8 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     assert len(stamps) == 2 and lakehouse.rows(
         "select count_if(unix_micros(ingested_at) % 2000 <> 0) as n from bronze.kafka_records"
     )[0]["n"] == 0
-    for model, table in (("silver/cdc_parsed", "bronze.kafka_records"), ("gold/cdc_history", "silver.cdc_changes")):
+    for model, table in (("silver/cdc_parsed", "bronze.kafka_records"),
+                         ("gold/cdc_history_versions", "silver.cdc_changes")):
         predicate = _compiled_newer_than(model)
         assert f"ingested_at > timestamp '{stamps[0]}'" in predicate, (model, predicate)
         assert "ingested_at >= timestamp '" in predicate, (model, predicate)
@@ -332,19 +404,19 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     # the next run reads it: an earlier recorded watermark (one the model wrote itself) is
     # what the next build's filter uses, and reading a change again changes nothing
     earlier = "2001-01-01 00:00:00"
-    _commit_with_metadata(lakehouse, "gold.cdc_history", {"cdc_lakehouse_watermark": {
-        "table": "gold.cdc_history", "ingested_at": earlier, "apply_order_layout": 2}})
+    _commit_with_metadata(lakehouse, "gold.cdc_history_versions", {"cdc_lakehouse_watermark": {
+        "table": "gold.cdc_history_versions", "ingested_at": earlier, "apply_order_layout": 2}})
     # a watermark naming another table (a failed model's leftover setting) is not trusted:
     # this one would hide every later record from silver
-    future = {"table": "gold.cdc_history", "ingested_at": "2999-01-01 00:00:00", "apply_order_layout": 2}
+    future = {"table": "gold.cdc_history_versions", "ingested_at": "2999-01-01 00:00:00", "apply_order_layout": 2}
     _commit_with_metadata(lakehouse, "silver.cdc_parsed", {"cdc_lakehouse_watermark": future}, PARSED_AGAIN)
     lakehouse.ingest(t.envelopes(messages[2:3], first_offset=2), fmt="debezium-json")
     lakehouse.build(tests=False)
-    assert _compiled_watermark("cdc_history") == earlier
+    assert _compiled_watermark("cdc_history_versions") == earlier
     assert _compiled_watermark("cdc_parsed", "silver") == newest
     # that commit did not say how many truncates were consumed (as one of an earlier version
     # would not): the build counted them, and recorded the count
-    assert _recorded(lakehouse, "gold.cdc_history")["truncations"] == 0
+    assert _recorded(lakehouse, "gold.cdc_history_versions")["truncations"] == 0
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "c"}}
     history = lakehouse.rows("select get_json_object(row, '$.v') as v, is_open from gold.cdc_history "
                              "where source_table = 'hist_mark' order by apply_order")
@@ -352,13 +424,13 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
 
     # a last commit by anything but the model's MERGE or append (here a property set by hand,
     # even one carrying a watermark of the table) falls back to reading the table
-    _commit_with_metadata(lakehouse, "gold.cdc_history", {"cdc_lakehouse_watermark": {
-        "table": "gold.cdc_history", "ingested_at": earlier, "apply_order_layout": 2}},
-        "alter table gold.cdc_history set tblproperties ('cdc_lakehouse.test' = 'yes')")
-    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from gold.cdc_history")[0]["t"]
+    _commit_with_metadata(lakehouse, "gold.cdc_history_versions", {"cdc_lakehouse_watermark": {
+        "table": "gold.cdc_history_versions", "ingested_at": earlier, "apply_order_layout": 2}},
+        "alter table gold.cdc_history_versions set tblproperties ('cdc_lakehouse.test' = 'yes')")
+    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from gold.cdc_history_versions")[0]["t"]
     lakehouse.ingest(t.envelopes(messages[3:], first_offset=3), fmt="debezium-json")
     _build_and_test_the_history(lakehouse)
-    assert _compiled_watermark("cdc_history") == newest
+    assert _compiled_watermark("cdc_history_versions") == newest
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "d"}}
 
 
@@ -391,9 +463,9 @@ def test_apply_orders_of_the_padded_layout_ask_for_a_full_refresh(lakehouse):
     # and a table whose last commit recorded nothing is read: a padded order gives it away
     padded = "1." + ".".join(["0" * 38] * 3) + "." + "0" * 10 + "." + "0" * 19 + "1." + "0" * 10
     assert re.match(PADDED, padded)
-    lakehouse.spark.sql(f"update gold.cdc_history set apply_order = '{padded}'")
+    lakehouse.spark.sql(f"update gold.cdc_history_versions set apply_order = '{padded}'")
     lakehouse.ingest(t.envelopes(messages[1:2], first_offset=1), fmt="debezium-json")
-    for table in ("silver.cdc_parsed", "gold.cdc_history"):
+    for table in ("silver.cdc_parsed", "gold.cdc_history_versions"):
         message = _failed_build("--select", table.split(".")[1])
         assert f"{table} holds apply orders in the layout of an earlier version" in message, message
         assert "lakehouse build --full-refresh" in message, message
@@ -419,7 +491,7 @@ def test_a_late_change_older_than_a_stored_truncate_is_truncated_too(lakehouse):
     lakehouse.build(tests=False)
     # the first build recorded the truncate it consumed: the next increment reads silver's
     # earlier truncates (and would skip them at 0)
-    assert _recorded(lakehouse, "gold.cdc_history", first_build=True)["truncations"] == 1
+    assert _recorded(lakehouse, "gold.cdc_history_versions", first_build=True)["truncations"] == 1
     assert _versions(lakehouse, "hist_trunc")['{"id":1}'] == [
         ("c", True, False, False, True), ("t", False, True, False, False)]
 
@@ -427,7 +499,7 @@ def test_a_late_change_older_than_a_stored_truncate_is_truncated_too(lakehouse):
     lakehouse.ingest(t.envelopes(late, first_offset=3), fmt="debezium-json")
     _build_and_test_the_history(lakehouse)
     assert re.search(r"earlier_truncations as \(.*?where op = 't'\s+and ingested_at <=", _compiled_history(), re.S)
-    assert _recorded(lakehouse, "gold.cdc_history")["truncations"] == 1
+    assert _recorded(lakehouse, "gold.cdc_history_versions")["truncations"] == 1
     # key 2's insert came before the truncate: the truncate ends it, as it ended key 1
     assert _versions(lakehouse, "hist_trunc") == {
         '{"id":1}': [("c", True, False, False, True), ("t", False, True, False, False)],
@@ -463,9 +535,9 @@ def test_a_change_delivered_twice_is_one_version_whichever_run_reads_each_copy(l
     lakehouse.ingest(second, fmt="debezium-json")
     lakehouse.build(tests=False)
     # the copy of the stored open version is no newer than it: the run reads the stored
-    # versions and windows them with the new ones (closed by key, the copy would be a second
-    # version with the stored one's id)
-    assert "version_id is null" not in _merge_statement()
+    # versions and windows them with the new ones, and MERGEs (appended, the copy would be a
+    # second version with the stored one's id)
+    assert "merge into gold.cdc_history_versions" in _merge_statement()
 
     versions = lakehouse.rows(
         "select get_json_object(row, '$.v') as v, valid_from, valid_to, is_open, is_current "
@@ -503,7 +575,7 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
 
     # the ids as the earlier form wrote them
     lakehouse.spark.sql(
-        "update gold.cdc_history set version_id = sha2(concat_ws('|', coalesce(source_database, ''), "
+        "update gold.cdc_history_versions set version_id = sha2(concat_ws('|', coalesce(source_database, ''), "
         "coalesce(source_schema, ''), source_table, pk, apply_order), 256) where source_table = 'hist_ids'")
     earlier = {identity(r): hashlib.sha256(identity(r).encode()).hexdigest() for r in stored}
 
@@ -519,7 +591,8 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
     assert sum(len(r["version_id"]) == 64 for r in after) == 2
 
 
-COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2})
+# and the closers settled before every append but the first
+COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2, "cdc_history_settle_every": 1})
 # and a VACUUM after each compaction
 SILVER_EVERY_TWO = json.dumps({"cdc_silver_compact_every": 2, "cdc_vacuum_after_compaction": True})
 
@@ -528,13 +601,13 @@ def _writes_since_compaction(commit: dict) -> int:
     return json.loads(commit["userMetadata"])["cdc_lakehouse_watermark"]["writes_since_compaction"]
 
 
-def test_the_history_compacts_every_so_many_merges_and_the_next_run_passes_over_it(lakehouse, tmp_path):
-    """Each MERGE adds small files, which every later MERGE reads: every
-    cdc_history_compact_every MERGEs (2 here) the build compacts the history after its MERGE,
-    an OPTIMIZE that packs them and drops the rows the MERGEs marked deleted. The MERGEs are
-    counted in the watermarks they record. The OPTIMIZE changes no row: the next run reads the
-    watermark of the MERGE before it, not a scan of the table, and counts from 1 again; a
-    user's OPTIMIZE of silver is passed over alike."""
+def test_the_history_compacts_every_so_many_writes_and_the_next_run_passes_over_it(lakehouse, tmp_path):
+    """Each write adds small files, which every later MERGE and read goes through: every
+    cdc_history_compact_every writes (2 here) the build compacts the stored versions after its
+    write, an OPTIMIZE that packs them and drops the rows the settling MERGEs marked deleted.
+    The writes are counted in the watermarks they record. The OPTIMIZE changes no row: the next
+    run reads the watermark of the write before it, not a scan of the table, and counts from 1
+    again; a user's OPTIMIZE of silver is passed over alike."""
     t = DebeziumTable("dbserver1", "inventory", "hist_compact", ["id"])
     rows = {i: {"id": i, "v": "a"} for i in range(1, 4)}
     sent = [t.insert(r) for r in rows.values()]
@@ -548,25 +621,26 @@ def test_the_history_compacts_every_so_many_merges_and_the_next_run_passes_over_
         sent.extend(batch)
 
     def commits() -> list[dict]:
-        return lakehouse.rows("describe history gold.cdc_history limit 2")
+        return lakehouse.rows("describe history gold.cdc_history_versions limit 2")
 
     land([1], "b")
     lakehouse.build("--vars", COMPACT_EVERY_TWO, tests=False)
-    assert commits()[0]["operation"] == "MERGE"
+    assert commits()[0]["operation"] == "WRITE"
     assert _writes_since_compaction(commits()[0]) == 1
     land([2], "b")
     lakehouse.build("--vars", COMPACT_EVERY_TWO, tests=False)
-    optimize, merge = commits()
-    assert (optimize["operation"], merge["operation"]) == ("OPTIMIZE", "MERGE")
-    assert _writes_since_compaction(merge) == 2
+    optimize, append = commits()
+    assert (optimize["operation"], append["operation"]) == ("OPTIMIZE", "WRITE")
+    assert _writes_since_compaction(append) == 2
     assert not optimize["userMetadata"]
-    # the two MERGEs' files packed, and the open versions they closed dropped from theirs
+    # the writes' files packed, and the open versions and closers the settling closed or
+    # deleted dropped from theirs
     metrics = optimize["operationMetrics"]
     assert int(metrics["numRemovedFiles"]) > int(metrics["numAddedFiles"]) > 0, metrics
     assert int(metrics["numDeletionVectorsRemoved"]) > 0, metrics
-    everything = "select * from gold.cdc_history{} order by version_id"
+    everything = "select * from gold.cdc_history_versions{} order by version_id"
     assert lakehouse.rows(everything.format("")) == lakehouse.rows(
-        everything.format(f" version as of {merge['version']}"))
+        everything.format(f" version as of {append['version']}"))
 
     lakehouse.spark.sql("optimize silver.cdc_parsed")
     assert lakehouse.rows("describe history silver.cdc_parsed limit 1")[0]["operation"] == "OPTIMIZE"
@@ -578,7 +652,7 @@ def test_the_history_compacts_every_so_many_merges_and_the_next_run_passes_over_
     newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
     for table in WATERMARKED:
         assert _recorded(lakehouse, table)["ingested_at"] == newest, table
-    assert commits()[0]["operation"] == "MERGE"
+    assert commits()[0]["operation"] == "WRITE"
     assert _writes_since_compaction(commits()[0]) == 1
     assert lakehouse.current_state("hist_compact") == {
         ("hist_compact", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}

@@ -14,7 +14,7 @@ from pathlib import Path
 from cdc_messages import DebeziumTable
 from conftest import copy_project
 
-WRITTEN = ("silver.cdc_parsed", "gold.cdc_history", "gold.cdc_table_columns")
+WRITTEN = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_columns")
 # what the full path runs and the short one does not: the history's count of silver's new
 # changes, and silver's routing query over bronze's new records when bronze's log cannot tell
 ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
