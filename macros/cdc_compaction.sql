@@ -86,12 +86,8 @@
         {{ return('') }}
     {%- endif -%}
     {{ log(this ~ ': compacting its files after ' ~ compaction.before ~ ' appends (cdc_silver_compact_every)', info=true) }}
-    {%- set key = 'spark.databricks.delta.commitInfo.userMetadata' -%}
-    {%- set metadata = run_query('set ' ~ key).rows[0][1] -%}
-    {%- do run_query('reset ' ~ key) -%}
+    {%- set metadata = cdc_suspend_watermark() -%}
     {%- do cdc_optimize_files(this) -%}
-    {%- if metadata and metadata != '<undefined>' -%}
-        {%- do run_query('set ' ~ key ~ ' = ' ~ metadata) -%}
-    {%- endif -%}
+    {%- do cdc_resume_watermark(metadata) -%}
     {{ return('') }}
 {%- endmacro %}

@@ -264,6 +264,25 @@
     reset spark.databricks.delta.commitInfo.userMetadata
 {%- endmacro %}
 
+{% macro cdc_suspend_watermark() -%}
+    {#- In a pre-hook whose statements commit to the model's table before its write (a
+        compaction, the history's settling): the watermark the model's compile set for its
+        write to record (cdc_record_watermark), unset so that those commits record nothing of
+        their own. Returns it, for cdc_resume_watermark after them. -#}
+    {%- set key = 'spark.databricks.delta.commitInfo.userMetadata' -%}
+    {%- set metadata = run_query('set ' ~ key).rows[0][1] -%}
+    {%- do run_query('reset ' ~ key) -%}
+    {{ return(metadata) }}
+{%- endmacro %}
+
+{% macro cdc_resume_watermark(metadata) -%}
+    {#- The watermark cdc_suspend_watermark unset (`metadata`), set again for the model's write;
+        nothing when none was set. -#}
+    {%- if metadata and metadata != '<undefined>' -%}
+        {%- do run_query('set spark.databricks.delta.commitInfo.userMetadata = ' ~ metadata) -%}
+    {%- endif -%}
+{%- endmacro %}
+
 {% macro cdc_change_counts(changes) -%}
     {#- What a first build reads, at compile time: {'changes': how many, 'truncations': how
         many truncates, 'up_to': the newest ingested_at (a string, none without changes: the

@@ -96,9 +96,6 @@
         {{ return('') }}
     {%- endif -%}
     {{ log(this ~ ': settling the closers of ' ~ settling.before ~ ' appends (cdc_history_settle_every)', info=true) }}
-    {%- set key = 'spark.databricks.delta.commitInfo.userMetadata' -%}
-    {%- set metadata = run_query('set ' ~ key).rows[0][1] -%}
-    {%- do run_query('reset ' ~ key) -%}
     {%- set settle -%}
         merge into {{ this }} as stored
         using (
@@ -118,10 +115,9 @@
             is_open = false,
             is_current = false
     {%- endset -%}
+    {%- set metadata = cdc_suspend_watermark() -%}
     {%- do run_query(settle) -%}
-    {%- if metadata and metadata != '<undefined>' -%}
-        {%- do run_query('set ' ~ key ~ ' = ' ~ metadata) -%}
-    {%- endif -%}
+    {%- do cdc_resume_watermark(metadata) -%}
     {{ return('') }}
 {%- endmacro %}
 
