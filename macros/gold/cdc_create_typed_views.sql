@@ -147,12 +147,13 @@
                 where is_current and {{ where }}
             ) as current_rows
         {%- endset -%}
-        {#- the rows of gold.cdc_current_state: the history's current versions (its partition
-            is_current; last_op and last_event_time are their op and valid_from), read from the
-            history as that view reads them. Not through the view: Spark resolves a view's
-            relations at every create, and through the two views that stood between them each
-            create looked up and parsed two views more, in the metastore (a 4M first build's
-            hundred views: 5.4-5.5 s against 7.0-7.2 s, cold) -#}
+        {#- the rows of gold.cdc_current_state: the history's current versions (last_op and
+            last_event_time are their op and valid_from), read from the history as that view
+            reads them. Not through gold.cdc_current_state: Spark resolves a view's relations at
+            every create, and through the two views that stood between them each create looked
+            up and parsed two views more, in the metastore (a 4M first build's hundred views:
+            5.4-5.5 s against 7.0-7.2 s, cold). The history itself is a view since stop 70
+            (bench/JOURNAL.md), one lookup more -#}
         {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name, current_sql,
             'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_history (its current versions: gold.cdc_current_state)')) -%}

@@ -1,7 +1,8 @@
 {#- SPEC's gold contract: one row per live (source table, key), the current row as JSON: the
-    current versions of gold.cdc_history (its partition is_current: a key's open version,
-    with a row). The typed current-rows views read the same partition
-    (cdc_create_typed_views), so "current" is decided once, by the history's is_current. -#}
+    current versions of gold.cdc_history (a key's open version, with a row: the stored
+    versions' partition is_current, less those a closer has ended). The typed current-rows
+    views read the same (cdc_create_typed_views), so "current" is decided once, by the
+    history's is_current. -#}
 
 with current_versions as (
 

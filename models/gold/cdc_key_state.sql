@@ -2,9 +2,10 @@
     The state of every (source table, key) ever seen, deleted ones included: each key's open
     version in gold.cdc_history (its latest change in apply order). A deleted or truncated key
     keeps its open version there, a tombstone with no row; late, older changes slot in before it
-    and cannot bring the key back. A view: the history's MERGE already decides every key's
-    latest change, and the open versions are a partition of it (is_open), so keeping a second
-    table of them would only cost a second MERGE per build.
+    and cannot bring the key back. A view: the history's write already decides every key's
+    latest change, and the open versions are a partition of its stored versions (is_open,
+    each ended by a closer after it when there is one), so keeping a second table of them
+    would only cost a second write per build.
 #}
 
 with open_versions as (
