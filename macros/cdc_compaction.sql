@@ -1,7 +1,7 @@
 {#
     Compaction of the tables a build writes a little to every time. An increment appends a file
-    or a few to silver.cdc_parsed (one per partition it writes) and MERGEs a few into
-    gold.cdc_history: a loader that builds every minute leaves a thousand small files a day.
+    or a few to silver.cdc_parsed (one per partition it writes) and a few to
+    gold.cdc_history_versions: a loader that builds every minute leaves a thousand small files a day.
     Every read of silver then plans over them all, and a scan reads them all: a copy of a 4M
     lakehouse's silver, warm, with 1,000 files of 40 changes appended to its 31, read its newest
     changes in 0.41-0.47 s against 0.22-0.27 s, scanned its op column in 1.16-1.22 s against

@@ -2,9 +2,10 @@
     How Spark joins a MERGE's source to the files it rewrites. Delta's MERGE, with deletion
     vectors and both an update and an insert clause, writes its changes through a left outer
     join of the source with every row of the touched files: the source is the side kept, so
-    Spark cannot broadcast it, and it shuffles and sorts both sides. gold.cdc_history's touched
-    files are its whole open partition (every key's latest version, with its row image: each
-    file holds every key), sorted to meet a source of a few thousand closers and new versions.
+    Spark cannot broadcast it, and it shuffles and sorts both sides. The touched files of
+    gold.cdc_history_versions' MERGEs (the settling's, a late change's) are its whole open
+    partition (every key's latest version, with its row image: each file holds every key),
+    sorted to meet a source of a few thousand ended versions and closers.
 
     A hash join instead of the sort, when Spark's adaptive execution finds every shuffled
     partition of the side it builds from under 64 MB (so a history too large for that keeps the

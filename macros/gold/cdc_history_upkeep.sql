@@ -11,13 +11,13 @@
     late change, a truncate, a replay), whose recomputation reads the stored ends. A pre-hook,
     so that the increment's own write, the table's last commit, records its watermark.
 
-    Compaction. Every increment adds a file to each partition it writes, and a MERGE reads
-    every file of the open partitions: a
-    loader that builds every minute would pile up small files all day, and every MERGE would
-    read more of them (a 4M history's MERGE, warm, took 8.0 s with its open versions in 600
-    files against 6.3 s in 16). So every `cdc_history_compact_every` MERGEs (the var, 100 by
-    default), the build compacts the table after its MERGE: one OPTIMIZE that packs the small
-    files and drops the rows the MERGEs marked deleted.
+    Compaction. Every increment adds a file to each partition it writes, and a MERGE (the
+    settling's, a late change's) and every read of gold.cdc_history go through every file of
+    the open partitions: a loader that builds every minute would pile up small files all day
+    (a 4M history's MERGE, warm, took 8.0 s with its open versions in 600 files against 6.3 s
+    in 16). So every `cdc_history_compact_every` writes (the var, 100 by default), the build
+    compacts the table after its write: one OPTIMIZE that packs the small files and drops the
+    rows the MERGEs marked deleted.
 
     The writes are counted in the watermark each one records, not read from the table: a run
     adds itself to the count its last write recorded, from 0 again when an OPTIMIZE came after
@@ -44,12 +44,12 @@
 
 {% macro cdc_compact_history() -%}
     {#-
-        Post-hook of gold.cdc_history: the compaction cdc_history_compaction decided, after the
-        MERGE. One OPTIMIZE of the table, with the session's settings for it (put back after):
-        the files under 16 MB, which each MERGE adds, are packed into files of up to 128 MB
-        (cdc_optimize_files), and every file with more than 5% of its rows marked deleted
+        Post-hook of gold.cdc_history_versions: the compaction cdc_history_compaction decided,
+        after the write. One OPTIMIZE of the table, with the session's settings for it (put back
+        after): the files under 16 MB, which each write adds, are packed into files of up to
+        128 MB (cdc_optimize_files), and every file with more than 5% of its rows marked deleted
         (Delta's maxDeletedRowsRatio: the open partitions' files, where each MERGE leaves the
-        versions it closed) is written again without them. A first build's files (about 30 MB
+        versions it closed and the closers it deleted) is written again without them. A first build's files (about 30 MB
         each at 4M changes) are otherwise left as they are. A VACUUM follows with
         cdc_vacuum_after_compaction. Run after cdc_forget_watermark: the commits record nothing
         of their own.
