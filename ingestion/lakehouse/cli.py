@@ -163,9 +163,15 @@ def cmd_build(args: argparse.Namespace) -> int:
 def run_dbt(dbt_args: list[str]) -> int:
     """Run dbt in the checkout with ``profiles/`` and an absolute ``LAKEHOUSE_DIR``: on the
     ``local`` target (dbt's session method) in this process, the Spark session started beside
-    dbt's own start (:mod:`lakehouse.dbt_session`); on another target as a command."""
+    dbt's own start (:mod:`lakehouse.dbt_session`); on another target as a command. A build or
+    run in LAKEHOUSE_THREADS threads unless its arguments say (``with_threads``)."""
     from lakehouse import dbt_session
 
+    try:
+        dbt_args = dbt_session.with_threads(dbt_args)
+    except ValueError as exc:
+        _progress(f"{dbt_args[0]}: {exc}")
+        return 2
     root = str(lakehouse_dir())
     args = [*dbt_args, "--profiles-dir", str(PROJECT_DIR / "profiles"), "--project-dir", str(PROJECT_DIR)]
     _progress(f"running {' '.join(args)} (LAKEHOUSE_DIR={root})")
@@ -447,7 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Run `dbt build --profiles-dir profiles` in the project against LAKEHOUSE_DIR. "
             "Later runs process only what is new. Extra arguments go to dbt, e.g. "
             "`lakehouse build --select gold` or `lakehouse build --full-refresh`. On the local "
-            "target dbt runs in this process, with the Spark session started while dbt starts."
+            "target dbt runs in this process, with the Spark session started while dbt starts. "
+            "dbt runs in LAKEHOUSE_THREADS threads (default 2; `--threads N` wins), each in a "
+            "Spark session of its own."
         ),
     )
     build.add_argument("dbt_args", nargs="*", help="arguments passed to dbt build")

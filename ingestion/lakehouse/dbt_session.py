@@ -117,6 +117,7 @@ def reuse_running_session() -> None:
         if parameters or session is None or session._sc._jsc is None:  # noqa: SLF001
             builder_execute(self, sql, *parameters)
             return
+        session = session_of_this_thread(session)
         try:
             self._df = session.sql(sql)  # noqa: SLF001 - dbt-spark's cursor keeps its frame here
         except AnalysisException as exc:
@@ -126,8 +127,65 @@ def reuse_running_session() -> None:
 
     execute.reuses_running_session = True  # type: ignore[attr-defined]
     cursor.execute = execute
+    # what the project's on-run-start hook (cdc_require_own_sessions) asks before a run of more
+    # than one thread on the session method
+    os.environ[OWN_SESSIONS] = "1"
     for name in ("fetchall", "fetchone"):
         setattr(cursor, name, _without_java_stacks(getattr(cursor, name)))
+
+
+#: Set once dbt's statements run in a session per thread (:func:`reuse_running_session`).
+OWN_SESSIONS = "LAKEHOUSE_SESSION_PER_THREAD"
+
+_THREAD_SESSIONS = threading.local()
+
+
+def session_of_this_thread(session: Any) -> Any:
+    """The Spark session the statements of this thread run in: ``session`` itself in the main
+    thread (dbt's start, its catalog, the on-run hooks), else one of the thread's own, a
+    ``newSession()`` of it, kept for the thread's life.
+
+    Why: a model's write records its watermark in a setting of the session it runs in (Delta's
+    commit metadata, ``cdc_record_watermark``), and a MERGE sets its join there too
+    (``cdc_merge_by_hash_join``); each model sets them and puts them back around its own write.
+    Two dbt threads sharing one session would commit each other's watermark, when the history
+    and the table columns run side by side. A session of its own shares the driver, its
+    SparkContext, the metastore and the cached tables, and has its own settings and temporary
+    views. The settings the driver started with (the profile's) are the SparkContext's, which a
+    new session starts from.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return session
+    own = getattr(_THREAD_SESSIONS, "pair", None)
+    if own is None or own[0] is not session:
+        own = (session, session.newSession())
+        _THREAD_SESSIONS.pair = own
+    return own[1]
+
+
+#: dbt threads of a `lakehouse build` when neither --threads nor LAKEHOUSE_THREADS says.
+DEFAULT_THREADS = 2
+
+
+def with_threads(dbt_args: list[str]) -> list[str]:
+    """``dbt_args`` with ``--threads`` from LAKEHOUSE_THREADS (default 2) for a ``build`` or a
+    ``run`` that does not give its own.
+
+    Why two: an increment's history and table columns depend on silver alone, and each is a
+    few small Spark jobs with as much time again in the driver (planning, Delta's log, the
+    metastore); beside each other a following loader's 1% build at 4M changes took 7.3-8.8 s
+    against 8.6-11.0 s in one thread, and a first build 109.3 s against 114.2 s
+    (bench/JOURNAL.md, stop 71). Each thread runs in a session of its own
+    (:func:`session_of_this_thread`), or through the Thrift server in a connection of its own.
+    """
+    if not dbt_args or dbt_args[0] not in ("build", "run"):
+        return dbt_args
+    if any(arg == "--threads" or arg.startswith("--threads=") for arg in dbt_args):
+        return dbt_args
+    threads = os.environ.get("LAKEHOUSE_THREADS", "").strip() or str(DEFAULT_THREADS)
+    if not threads.isdigit() or int(threads) < 1:
+        raise ValueError(f"LAKEHOUSE_THREADS={threads!r}: give a whole number of dbt threads, 1 or more")
+    return [*dbt_args, "--threads", threads]
 
 
 #: Lines of a Java stack trace in an error's text: frames, elisions, the driver's header.

@@ -133,12 +133,12 @@ class InProcessLakehouse:
         seeds are read from the copy's files.
         """
         from dbt.cli.main import dbtRunner
-        from lakehouse.dbt_session import reuse_running_session
+        from lakehouse.dbt_session import reuse_running_session, with_threads
 
-        reuse_running_session()  # as `lakehouse build` runs dbt's statements
+        reuse_running_session()  # as `lakehouse build` runs dbt's statements, in as many threads
         own_target = ["--target-path", str(project / "target")] if project != PROJECT else []
         result = dbtRunner().invoke([
-            *args, "--profiles-dir", str(PROJECT / "profiles"),
+            *with_threads(list(args)), "--profiles-dir", str(PROJECT / "profiles"),
             "--project-dir", str(project), "--quiet", *own_target,
         ])
         failures = [

@@ -1,0 +1,119 @@
+"""``lakehouse build`` runs dbt in two threads (LAKEHOUSE_THREADS), and each thread's statements
+in a Spark session of its own (lakehouse.dbt_session): a model records its watermark in a
+setting of its session, and the history and the table columns run side by side, so each must
+commit its own. A plain dbt build of more threads on the session method, which runs them all in
+one session, is stopped before its first node (macros/cdc_require_own_sessions.sql)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from cdc_messages import DebeziumTable
+from conftest import PROJECT
+from lakehouse.dbt_session import OWN_SESSIONS, reuse_running_session, with_threads
+
+WRITTEN = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_columns")
+
+
+@pytest.mark.parametrize(("args", "env", "expected"), [
+    (["build"], None, ["build", "--threads", "2"]),
+    (["run", "--select", "gold"], "1", ["run", "--select", "gold", "--threads", "1"]),
+    (["build", "--threads", "4"], "1", ["build", "--threads", "4"]),
+    (["build", "--threads=3"], None, ["build", "--threads=3"]),
+    # data tests record nothing: dbt's own setting
+    (["test"], "3", ["test"]),
+])  # fmt: skip
+def test_a_build_runs_in_two_threads_unless_told(args, env, expected, monkeypatch) -> None:
+    if env is None:
+        monkeypatch.delenv("LAKEHOUSE_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("LAKEHOUSE_THREADS", env)
+    assert with_threads(args) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_wrong_number_of_threads_is_named(value, monkeypatch) -> None:
+    monkeypatch.setenv("LAKEHOUSE_THREADS", value)
+    with pytest.raises(ValueError, match=f"LAKEHOUSE_THREADS='{value}': give a whole number"):
+        with_threads(["build"])
+
+
+def test_each_dbt_thread_runs_in_a_session_of_its_own(lakehouse) -> None:
+    """A setting made in one thread holds for that thread's next statements only; the session
+    the driver started with keeps its own, and a thread's session has the profile's settings."""
+    from dbt.adapters.spark.session import Cursor
+
+    reuse_running_session()
+    before = lakehouse.spark.conf.get("spark.sql.shuffle.partitions")
+    seen: dict[str, tuple[str, str, int]] = {}
+    both_set = threading.Barrier(2, timeout=60)
+
+    def first_value(sql: str) -> object:
+        cursor = Cursor(server_side_parameters={})  # as dbt: a cursor per statement
+        cursor.execute(sql)
+        rows = cursor.fetchall()
+        return rows[0][-1] if rows else None
+
+    def statements(partitions: str) -> None:
+        first_value(f"set spark.sql.shuffle.partitions = {partitions}")
+        first_value(f"create or replace temporary view mine as select {partitions} as n")
+        both_set.wait()  # the other thread has made its own setting and view by now
+        seen[partitions] = (first_value("set spark.sql.shuffle.partitions"),
+                            first_value("set spark.sql.session.timeZone"), first_value("select n from mine"))
+
+    threads = [threading.Thread(target=statements, args=(n,)) for n in ("3", "5")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert seen == {"3": ("3", "UTC", 3), "5": ("5", "UTC", 5)}
+    assert lakehouse.spark.conf.get("spark.sql.shuffle.partitions") == before
+    assert not lakehouse.spark.catalog.tableExists("mine")
+
+
+def _watermark_tables(lakehouse) -> dict[str, str]:
+    """The table named in the watermark of each written table's newest commit."""
+    named = {}
+    for table in WRITTEN:
+        commit = lakehouse.rows(f"describe history {table} limit 1")[0]
+        named[table] = json.loads(commit["userMetadata"])["cdc_lakehouse_watermark"]["table"]
+    return named
+
+
+def test_models_built_side_by_side_each_commit_their_own_watermark(lakehouse, tmp_path: Path) -> None:
+    lakehouse.reset()
+    t = DebeziumTable("dbserver1", "inventory", "threads", ["id"])
+    lakehouse.ingest(t.envelopes([t.insert({"id": i, "v": "a"}) for i in range(20)], first_offset=0),
+                     fmt="debezium-json")
+    log = lakehouse.logged_build(tmp_path / "first")
+    assert "Concurrency: 2 threads" in log
+    assert _watermark_tables(lakehouse) == {table: table for table in WRITTEN}
+
+    # an increment with a new column: the history appends and the table columns MERGE, beside it
+    changes = [t.update({"id": i, "v": "a"}, {"id": i, "v": "b", "w": i}) for i in range(0, 20, 2)]
+    lakehouse.ingest(t.envelopes(changes, first_offset=20), fmt="debezium-json")
+    lakehouse.logged_build(tmp_path / "increment")
+    assert _watermark_tables(lakehouse) == {table: table for table in WRITTEN}
+    state = lakehouse.current_state("threads")
+    assert state[("threads", '{"id":4}')] == {"id": "4", "v": "b", "w": "4"}, sorted(state.items())[:3]
+    columns = {r["column_name"] for r in lakehouse.rows(
+        "select column_name from gold.cdc_table_columns where source_table = 'threads'")}
+    assert columns == {"id", "v", "w"}
+
+
+def test_a_plain_build_of_two_threads_in_one_session_is_stopped(lakehouse, monkeypatch) -> None:
+    """dbt's own command, whose session method runs every thread in one session."""
+    from dbt.cli.main import dbtRunner
+
+    monkeypatch.delenv(OWN_SESSIONS, raising=False)
+    result = dbtRunner().invoke([
+        "build", "--select", "cdc_op_codes", "--threads", "2", "--quiet",
+        "--profiles-dir", str(PROJECT / "profiles"), "--project-dir", str(PROJECT),
+    ])
+    assert not result.success
+    message = str(result.exception)
+    assert "2 threads would commit each other's" in message, message
+    assert "Run `lakehouse build`" in message, message
