@@ -174,7 +174,7 @@ def with_threads(dbt_args: list[str]) -> list[str]:
     Why two: an increment's history and table columns depend on silver alone, and each is a
     few small Spark jobs with as much time again in the driver (planning, Delta's log, the
     metastore); beside each other a 1% build at 4M changes, warm in a process that built before
-    (as a following loader's), took 7.3-8.8 s against 8.6-11.0 s in one thread, and a first
+    (as a following loader's), took 7.3-9.1 s against 8.6-11.0 s in one thread, and a first
     build 109.3 s against 114.2 s
     (bench/JOURNAL.md, stop 71). Each thread runs in a session of its own
     (:func:`session_of_this_thread`), or through the Thrift server in a connection of its own.
