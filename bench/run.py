@@ -581,8 +581,8 @@ def follow_builds(source: generate.Source, increment: int, offsets: dict, env: d
     its start, finds nothing new (dbt's first run in the process). Each increment is produced
     once the build before it is done, lands within seconds (--trigger-interval 2 seconds), and
     the next build, FOLLOW_BUILD_EVERY seconds after the one before it ended, takes all of it
-    (checked: _check_whole_increment): the second is the steady state. The builds' seconds are those the
-    loader prints. Then SIGINT (Ctrl-C), the loader's summary and the answer check.
+    (checked: _check_whole_increment): the second is the steady state. The builds' seconds are
+    those the loader prints. Then SIGINT (Ctrl-C), the loader's summary and the answer check.
     """
     files = []
     for n in (4, 5):

@@ -6,8 +6,8 @@
         A model records its watermark in a setting of its session, around its own write
         (cdc_record_watermark): two threads in one session would commit each other's, and the
         next increment would read from the wrong place. Through the Thrift server each thread
-        has a connection, and with it a session, of its own. Data tests record nothing: `dbt test`
-        runs in as many threads as it is given.
+        has a connection, and with it a session, of its own. Data tests record nothing: `dbt
+        test` runs in as many threads as it is given.
     -#}
     {%- if execute and flags.WHICH in ('build', 'run') and target.type == 'spark' and target.threads > 1
         and adapter.config.credentials.method == 'session'

@@ -84,7 +84,6 @@ def _watermark_tables(lakehouse) -> dict[str, str]:
 
 
 def test_models_built_side_by_side_each_commit_their_own_watermark(lakehouse, tmp_path: Path) -> None:
-    lakehouse.reset()
     t = DebeziumTable("dbserver1", "inventory", "threads", ["id"])
     lakehouse.ingest(t.envelopes([t.insert({"id": i, "v": "a"}) for i in range(20)], first_offset=0),
                      fmt="debezium-json")
