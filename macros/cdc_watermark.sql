@@ -269,9 +269,8 @@
         compaction, the history's settling): the watermark the model's compile set for its
         write to record (cdc_record_watermark), unset so that those commits record nothing of
         their own. Returns it, for cdc_resume_watermark after them. -#}
-    {%- set key = 'spark.databricks.delta.commitInfo.userMetadata' -%}
-    {%- set metadata = run_query('set ' ~ key).rows[0][1] -%}
-    {%- do run_query('reset ' ~ key) -%}
+    {%- set metadata = run_query('set spark.databricks.delta.commitInfo.userMetadata').rows[0][1] -%}
+    {%- do run_query(cdc_forget_watermark()) -%}
     {{ return(metadata) }}
 {%- endmacro %}
 

@@ -49,10 +49,10 @@
         after): the files under 16 MB, which each write adds, are packed into files of up to
         128 MB (cdc_optimize_files), and every file with more than 5% of its rows marked deleted
         (Delta's maxDeletedRowsRatio: the open partitions' files, where each MERGE leaves the
-        versions it closed and the closers it deleted) is written again without them. A first build's files (about 30 MB
-        each at 4M changes) are otherwise left as they are. A VACUUM follows with
-        cdc_vacuum_after_compaction. Run after cdc_forget_watermark: the commits record nothing
-        of their own.
+        versions it closed and the closers it deleted) is written again without them. A first
+        build's files (about 30 MB each at 4M changes) are otherwise left as they are. A VACUUM
+        follows with cdc_vacuum_after_compaction. Run after cdc_forget_watermark: the commits
+        record nothing of their own.
     -#}
     {#- none outside execution, and when the model's compile handed nothing over -#}
     {%- set compaction = cdc_handed('history_compaction') -%}
