@@ -2,7 +2,8 @@
     {#-
         gold view name of a source table: <database>__[<schema>__]<table>, lower case, every
         character outside [a-z0-9_] replaced by _ (metastores do not take arbitrary table
-        names; columns keep their exact names, quoted). gold.cdc_typed_tables lists the mapping.
+        names; columns keep their exact names, quoted). gold.cdc_typed_columns lists the mapping
+        (view_name).
     -#}
     {%- set parts = [source_database, source_schema, source_table] | reject('none') | list -%}
     {{ return(modules.re.sub('[^a-z0-9_]', '_', (parts | join('__')) | lower)) }}
@@ -143,17 +144,17 @@
                     valid_from as _cdc_last_event_time,
                     vendor_sequence as _cdc_vendor_sequence,
                     source_format as _cdc_source_format
-                from {{ ref('cdc_history') }}
-                where is_current and {{ where }}
+                from ({{ cdc_history_current_versions(ref('cdc_history_versions')) }}) as current_versions
+                where {{ where }}
             ) as current_rows
         {%- endset -%}
         {#- the rows of gold.cdc_current_state: the history's current versions (last_op and
-            last_event_time are their op and valid_from), read from the history as that view
-            reads them. Not through gold.cdc_current_state: Spark resolves a view's relations at
-            every create, and through the two views that stood between them each create looked
-            up and parsed two views more, in the metastore (a 4M first build's hundred views:
-            5.4-5.5 s against 7.0-7.2 s, cold). The history itself is a view since stop 70
-            (bench/JOURNAL.md), one lookup more -#}
+            last_event_time are their op and valid_from), read from the stored versions as that
+            view reads them. Not through gold.cdc_current_state or gold.cdc_history: Spark
+            resolves a view's relations at every create, and each view between them is a lookup
+            and a parse more, in the metastore, and an analysis of all the view holds (a 4M first
+            build's hundred views, cold: 5.4-5.5 s against 7.0-7.2 s in stop 38, 5.0-5.6 s
+            against 6.7-9.4 s in stop 72; bench/JOURNAL.md) -#}
         {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name, current_sql,
             'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_history (its current versions: gold.cdc_current_state)')) -%}

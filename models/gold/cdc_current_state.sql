@@ -1,13 +1,12 @@
 {#- SPEC's gold contract: one row per live (source table, key), the current row as JSON: the
     current versions of gold.cdc_history (a key's open version, with a row: the stored
-    versions' partition is_current, less those a closer has ended). The typed current-rows
-    views read the same (cdc_create_typed_views), so "current" is decided once, by the
-    history's is_current. -#}
+    versions' partition is_current, less those a closer has ended), read from the stored
+    versions as the view decides them (cdc_history_current_versions). The typed current-rows
+    views read the same (cdc_create_typed_views), so "current" is decided once. -#}
 
 with current_versions as (
 
-    select * from {{ ref('cdc_history') }}
-    where is_current
+    {{ cdc_history_current_versions(ref('cdc_history_versions')) }}
 
 ),
 

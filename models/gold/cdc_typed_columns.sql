@@ -12,6 +12,7 @@
 -- depends_on: {{ ref('cdc_column_type_overrides') }}
 -- depends_on: {{ ref('cdc_current_state') }}
 -- depends_on: {{ ref('cdc_history') }}
+-- depends_on: {{ ref('cdc_history_versions') }}
 
 {{ config(
     materialized='cdc_table_if_changed',

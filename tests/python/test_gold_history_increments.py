@@ -174,6 +174,14 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
     assert [r["next_apply_order"] for r in chain] == [r["apply_order"] for r in chain[1:]] + [None]
     assert [(r["is_open"], r["is_current"]) for r in unsettled_history] == [
         (False, False), (False, False), (True, True), (False, False), (True, True), (True, True)]
+    # the current rows, as JSON and typed, read the stored versions (not the view): a stored
+    # open version a closer has ended is not among them
+    latest = {1: "c", 2: "b", 3: "a"}
+    assert {pk: row["v"] for (_, pk), row in lakehouse.current_state("hist_settle").items()} == {
+        f'{{"id":{i}}}': v for i, v in latest.items()}
+    assert {str(r["id"]): r["v"] for r in lakehouse.rows("select id, v from gold.inventory__hist_settle")} == {
+        str(i): v for i, v in latest.items()}
+    assert "cdc_history_versions" in lakehouse.described("gold.inventory__hist_settle")["View Text"]
 
     land([3], "b")
     log = lakehouse.logged_build(tmp_path / "settle", "--vars", SETTLE_EVERY_TWO)
