@@ -2,7 +2,10 @@
     current versions of gold.cdc_history (a key's open version, with a row: the stored
     versions' partition is_current, less those a closer has ended), read from the stored
     versions as the view decides them (cdc_history_current_versions). The typed current-rows
-    views read the same (cdc_create_typed_views), so "current" is decided once. -#}
+    views read the same (cdc_create_typed_views), so "current" is decided once. It depends on
+    the history view all the same, so that selecting +cdc_current_state builds and tests it -#}
+
+-- depends_on: {{ ref('cdc_history') }}
 
 with current_versions as (
 
