@@ -10,7 +10,8 @@ fresh LAKEHOUSE_DIR under bench/out/: generate the changes (bench/generate.py:
 four vendor formats, one kcat dump of every topic), land it from the file, run the first build (`lakehouse
 build --exclude resource_type:test`: seeds and models) and its data tests (`dbt test`) timed
 apart, measure the floor (plain Spark reading the same bronze table, parsing the JSON of every
-format and keeping the latest change per key in one query: no dbt, no Delta writes), land 1%
+format and keeping the latest change per key in one query: no dbt, no Delta writes; run before
+the first build and after its data tests, the faster of the two counts), land 1%
 more changes and run the incremental build, then a build with nothing new (the fixed cost of a
 build process); unless --no-serve, start `lakehouse serve` (a long-lived Spark: the Thrift
 server) on the same lakehouse and run the next increments' builds through it (dbt's `thrift`
@@ -199,6 +200,16 @@ def land(name: str, args: list[str], expected: dict[str, int], env: dict[str, st
             "peak_gib": step.peak_gib, "per_format": expected}
 
 
+def floor_run(name: str, env: dict[str, str]) -> dict:
+    """The floor once (FLOOR_SCRIPT, its own process): its query's and its process's seconds,
+    the driver's peak and the live rows it counts. The bench runs it before the first build
+    and after its data tests: the floor is one long query, and this machine's speed moves it
+    more than it moves a build of many steps."""
+    step = Step(name, [str(BIN / "python"), "-c", FLOOR_SCRIPT], env)
+    _, query_s, live = next(line for line in step.out.splitlines() if line.startswith("FLOOR")).split()
+    return {"query_s": float(query_s), "process_s": step.seconds, "peak_gib": step.peak_gib, "live": int(live)}
+
+
 def model_seconds(target_path: str | None = None, since: float | None = None) -> dict[str, float]:
     """Seconds per model and seed of the last dbt build (run_results.json in dbt's target folder:
     ``target_path``, else ``DBT_TARGET_PATH`` when set): where the time went.
@@ -265,6 +276,7 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
     result["land_file_s"], result["land_file_records_per_s"] = landed["s"], landed["records_per_s"]
     result["land_file_peak_gib"] = landed["peak_gib"]
 
+    floors = [floor_run("floor: plain Spark, before the first build", env)]
     build_cmd = [str(BIN / "lakehouse"), "build", "--exclude", "resource_type:test", "--vars", generate.build_vars()]
     build = Step("first build", build_cmd, env)
     result["first_build_s"], result["first_build_peak_gib"] = build.seconds, build.peak_gib
@@ -280,16 +292,20 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
         failed = [line.strip() for line in test.out.splitlines() if "FAIL" in line or "ERROR" in line]
         problems.append("dbt test failed: " + "; ".join(failed[-10:]))
 
-    floor = Step("floor: plain Spark", [str(BIN / "python"), "-c", FLOOR_SCRIPT], env)
-    _, query_s, floor_live = next(line for line in floor.out.splitlines() if line.startswith("FLOOR")).split()
-    result["floor_query_s"], result["floor_process_s"], result["floor_peak_gib"] = (
-        float(query_s), floor.seconds, floor.peak_gib)
-    result["live_rows_floor"] = int(floor_live)
-    if result["live_rows_floor"] != result["live_rows_gold"]:
-        problems.append(f"the floor counts {result['live_rows_floor']:,} live rows, "
-                        f"gold.cdc_current_state {result['live_rows_gold']:,}")
-    result["first_build_vs_floor"] = build.seconds / floor.seconds
-    result["first_build_vs_floor_query"] = build.seconds / float(query_s)
+    floors.append(floor_run("floor: plain Spark, after the data tests", env))
+    # the faster of the two floors: the ratio is judged against the floor the host allowed,
+    # never against a floor that a slow minute made long (stop 72: 46.5-58.6 s within an hour)
+    floor = min(floors, key=lambda run: run["process_s"])
+    result["floor_runs_s"] = [run["process_s"] for run in floors]
+    result["floor_query_s"], result["floor_process_s"] = floor["query_s"], floor["process_s"]
+    result["floor_peak_gib"] = max(run["peak_gib"] for run in floors)
+    result["live_rows_floor"] = floor["live"]
+    for run in floors:
+        if run["live"] != result["live_rows_gold"]:
+            problems.append(f"the floor counts {run['live']:,} live rows, "
+                            f"gold.cdc_current_state {result['live_rows_gold']:,}")
+    result["first_build_vs_floor"] = build.seconds / floor["process_s"]
+    result["first_build_vs_floor_query"] = build.seconds / floor["query_s"]
 
     result["land_increment"] = land("land 1% more", ["--from-file", str(more_file)], more_counts, env, problems)
     inc = Step("incremental build", build_cmd, env)
@@ -744,6 +760,8 @@ def table(results: list[dict], summary: dict) -> str:
         ("data tests of the first build (s)", "first_test_s", "{:.1f}"),
         ("floor: plain Spark, query (s)", "floor_query_s", "{:.1f}"),
         ("floor: plain Spark, process (s)", "floor_process_s", "{:.1f}"),
+        ("floor: its two runs, before the first build / after its data tests (s)",
+         lambda r: " / ".join(f"{seconds:.1f}" for seconds in r["floor_runs_s"]) if "floor_runs_s" in r else "-"),
         ("first build / floor (process)", "first_build_vs_floor", "{:.2f}x"),
         ("incremental build after 1% (s)", "incremental_build_s", "{:.1f}"),
         ("incremental / first build", "incremental_vs_first", "{:.1%}"),
