@@ -536,9 +536,13 @@ class _Builds:
     """
 
     def __init__(self, build: Callable[[], int], every: float, totals: _Totals,
-                 tests: Callable[[], int] | None = None, test_every: float | None = None) -> None:  # fmt: skip
+                 tests: Callable[[], int] | None = None, test_every: float | None = None,
+                 read_ahead: Callable[[], None] | None = None) -> None:  # fmt: skip
         self.build, self.every, self.totals = build, every, totals
         self.tests, self.test_every = tests, test_every
+        self.read_ahead = read_ahead
+        #: Records landed when bronze's snapshot was last read, by a build or ahead of one.
+        self.read_up_to = 0
         self.last = time.monotonic()
         self.landed_at_last: int | None = None
         self.count = self.failed = 0
@@ -566,6 +570,7 @@ class _Builds:
         landed = self.totals.landed
         _progress(f"build {self.count + 1}: {landed} records landed by this loader so far")
         started = time.monotonic()
+        self.read_up_to = landed
         self.last_status = self._call(self.build, f"build {self.count + 1}")
         self.count += 1
         self.last, self.landed_at_last = time.monotonic(), landed
@@ -576,6 +581,23 @@ class _Builds:
             return
         _progress(f"build {self.count}: done in {self.last - started:.1f}s")
         self.built_since_tests = True
+
+    def idle(self, stream_busy: bool) -> None:
+        """Read bronze's newest snapshot ahead of the next build (``read_ahead``) when records
+        landed since it was last read, so that build need not (:func:`bronze.read_ahead`).
+
+        Only while the stream is idle (``stream_busy``: a batch runs, or Kafka holds records it
+        has not read): a loader catching up lands batch after batch, and reading each one's
+        snapshot would only slow it down. A failure costs nothing but the head start."""
+        landed = self.totals.landed
+        if self.read_ahead is None or stream_busy or landed <= self.read_up_to:
+            return
+        self.read_up_to = landed
+        try:
+            self.read_ahead()
+        except Exception as exc:  # noqa: BLE001 - the next build reads bronze all the same
+            _progress(f"reading bronze ahead of the next build failed, the build will: "
+                      f"{type(exc).__name__}: {_first_lines(str(exc), 2)}")  # fmt: skip
 
     def run_tests(self) -> None:
         """Run the data tests once; failed tests are reported and the loader goes on."""
@@ -636,7 +658,8 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
     planned, committed = _committed_batches(checkpoint)
     pending = planned is not None and (committed is None or planned > committed)
     totals = _Totals(replay=planned if pending else None)
-    builds = (_Builds(build, args.build_every, totals, tests, getattr(args, "test_every", None))
+    builds = (_Builds(build, args.build_every, totals, tests, getattr(args, "test_every", None),
+                      read_ahead=lambda: bronze.read_ahead(spark))
               if build is not None and args.follow else None)  # fmt: skip
     stop_signal: list[int] = []
 
@@ -757,6 +780,9 @@ def _watch(query: Any, stop_signal: list[int], builds: _Builds | None = None) ->
             builds.run()
         if builds is not None and not stop_signal and builds.tests_due():
             builds.run_tests()
+        if builds is not None and not stop_signal:
+            status = query.status
+            builds.idle(bool(status.get("isTriggerActive") or status.get("isDataAvailable")))
         if stop_signal:
             name = signal.Signals(stop_signal[0]).name
             _progress(f"{name}: stopping; a batch under way runs again at the next start")

@@ -10,6 +10,7 @@ never twice, and offsets repeated inside a batch land once.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -148,6 +149,33 @@ def test_offsets_repeated_in_a_batch_land_once(lakehouse: InProcessLakehouse) ->
     ranges = bronze.offset_ranges(lakehouse.spark.createDataFrame(
         [("a", 0, o) for o in (0, 32768, 32769, 70000)] + [("b", 2, 5)], "topic string, partition int, offset bigint"))
     assert ranges == [bronze.OffsetRange("a", 0, 0, 70000, 4), bronze.OffsetRange("b", 2, 5, 5, 1)]
+
+
+def _jobs_of(lh: InProcessLakehouse, sql: str) -> int:
+    """The Spark jobs that running ``sql`` took."""
+    context = lh.spark.sparkContext
+    group = f"jobs-of-{uuid.uuid4().hex}"
+    context.setJobGroup(group, sql)
+    try:
+        lh.spark.sql(sql).collect()
+    finally:
+        context._jsc.clearJobGroup()  # noqa: SLF001 - pyspark has no call to clear it
+    return len(context.statusTracker().getJobIdsForGroup(group))
+
+
+def test_reading_ahead_leaves_the_next_query_no_snapshot_to_read(lakehouse: InProcessLakehouse) -> None:
+    """``bronze.read_ahead``, which a following loader runs between a batch and its next build:
+    the first query over bronze after a landing then takes the jobs that the same query takes
+    again, not the new snapshot's on top (which, without it, the first one pays)."""
+    query = (f"select count(*) from {bronze.TABLE} where topic = 'ahead' "
+             "and ingested_at > current_timestamp() - interval 1 day")  # fmt: skip
+    _land(lakehouse, "ahead-0.jsonl", [_envelope("ahead", o) for o in range(50)])
+    first, again = _jobs_of(lakehouse, query), _jobs_of(lakehouse, query)
+    assert first > again, (first, again)
+    _land(lakehouse, "ahead-1.jsonl", [_envelope("ahead", o) for o in range(50, 120)])
+    bronze.read_ahead(lakehouse.spark)
+    assert _jobs_of(lakehouse, query) == again
+    assert lakehouse.rows(query)[0]["count(1)"] == 120
 
 
 def _history(lh: InProcessLakehouse) -> list[dict]:

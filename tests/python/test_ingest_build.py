@@ -115,3 +115,39 @@ def test_following_tests_run_apart_from_the_builds_at_most_so_often(capsys: pyte
     time.sleep(0.3)
     assert not builds.tests_due()  # no build since: nothing to test again
     assert builds.summary() == "builds: 3, 1 failed; tests: 2, 1 failed"
+
+
+def test_following_loader_reads_bronze_ahead_of_a_build_only_while_idle(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--follow --build``: between batches and builds the loader reads bronze's new snapshot
+    (``bronze.read_ahead``) once per landing, never while the stream is busy, not after a build
+    that read it already; a read that fails is reported and the loader goes on."""
+    totals = kafka_loader._Totals()  # noqa: SLF001 - the loader's own bookkeeping
+    reads: list[int] = []
+
+    def read_ahead() -> None:
+        reads.append(totals.landed)
+        if len(reads) == 2:
+            raise RuntimeError("bronze is being rewritten\n\tat py4j.Gateway.invoke(Gateway.java:1)")
+
+    builds = kafka_loader._Builds(lambda: 0, 0.01, totals, read_ahead=read_ahead)  # noqa: SLF001
+    builds.idle(stream_busy=False)
+    assert reads == []  # nothing landed yet
+    totals.landed = 10
+    builds.idle(stream_busy=True)
+    assert reads == []  # a batch runs, or Kafka holds more: the loader is catching up
+    builds.idle(stream_busy=False)
+    builds.idle(stream_busy=False)
+    assert reads == [10]  # once per landing
+    totals.landed = 25
+    builds.idle(stream_busy=False)
+    assert reads == [10, 25]
+    assert "reading bronze ahead of the next build failed, the build will: RuntimeError: bronze is being rewritten" \
+        in capsys.readouterr().err
+    totals.landed = 40
+    time.sleep(0.02)
+    builds.run()  # the build read bronze with all 40
+    builds.idle(stream_busy=False)
+    assert reads == [10, 25]
+    totals.landed = 41  # landed during or after the build
+    builds.idle(stream_busy=False)
+    assert reads == [10, 25, 41]
