@@ -543,6 +543,8 @@ class _Builds:
         self.read_ahead = read_ahead
         #: Records landed when bronze's snapshot was last read, by a build or ahead of one.
         self.read_up_to = 0
+        #: Records landed when bronze's snapshot was last read ahead of a build.
+        self.read_ahead_at: int | None = None
         self.last = time.monotonic()
         self.landed_at_last: int | None = None
         self.count = self.failed = 0
@@ -568,7 +570,8 @@ class _Builds:
     def run(self) -> None:
         """Build once; a failed build is reported and the loader goes on (the next may pass)."""
         landed = self.totals.landed
-        _progress(f"build {self.count + 1}: {landed} records landed by this loader so far")
+        ahead = ", bronze's snapshot read ahead" if landed and self.read_ahead_at == landed else ""
+        _progress(f"build {self.count + 1}: {landed} records landed by this loader so far{ahead}")
         started = time.monotonic()
         self.read_up_to = landed
         self.last_status = self._call(self.build, f"build {self.count + 1}")
@@ -595,6 +598,7 @@ class _Builds:
         self.read_up_to = landed
         try:
             self.read_ahead()
+            self.read_ahead_at = landed
         except Exception as exc:  # noqa: BLE001 - the next build reads bronze all the same
             _progress(f"reading bronze ahead of the next build failed, the build will: "
                       f"{type(exc).__name__}: {_first_lines(str(exc), 2)}")  # fmt: skip

@@ -143,11 +143,17 @@ def test_following_loader_reads_bronze_ahead_of_a_build_only_while_idle(capsys: 
     assert reads == [10, 25]
     assert "reading bronze ahead of the next build failed, the build will: RuntimeError: bronze is being rewritten" \
         in capsys.readouterr().err
+    totals.landed = 30
+    builds.idle(stream_busy=False)
+    time.sleep(0.02)
+    builds.run()
+    assert "build 1: 30 records landed by this loader so far, bronze's snapshot read ahead" in capsys.readouterr().err
     totals.landed = 40
     time.sleep(0.02)
     builds.run()  # the build read bronze with all 40
+    assert "build 2: 40 records landed by this loader so far\n" in capsys.readouterr().err
     builds.idle(stream_busy=False)
-    assert reads == [10, 25]
+    assert reads == [10, 25, 30]
     totals.landed = 41  # landed during or after the build
     builds.idle(stream_busy=False)
-    assert reads == [10, 25, 41]
+    assert reads == [10, 25, 30, 41]
