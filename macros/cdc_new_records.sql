@@ -51,7 +51,10 @@
     {%- endif -%}
     {#- bronze's newest commit, before the query below reads bronze: the write records it, and
         a later run that finds it still the newest knows that no record landed since -#}
-    {%- set bronze_commit = cdc_last_commit(bronze) -%}
+    {#- with the seven commits before it, which cdc_landed_batches reads when the batches since the
+        last run are among them (a following loader's build finds one to three): one read of
+        the log, not two (0.2 s of every build) -#}
+    {%- set bronze_commit = cdc_last_commit(bronze, recent=8) -%}
     {%- do result.update({'upstream': bronze_commit.id}) -%}
     {%- set recorded = result.recorded -%}
     {%- if incremental -%}
@@ -228,7 +231,9 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set commits = {} -%}
-    {%- for row in run_query('describe history ' ~ bronze ~ ' limit ' ~ count).rows -%}
+    {#- the log's rows cdc_last_commit read with the newest commit, when they reach back to `since` -#}
+    {%- set recent = newest.get('recent') or [] -%}
+    {%- for row in (recent if recent | length >= count else run_query('describe history ' ~ bronze ~ ' limit ' ~ count).rows) -%}
         {%- do commits.update({row['version'] | int: row}) -%}
     {%- endfor -%}
     {%- if since is not none and (commits.get(first) is none or cdc_commit_id(bronze, commits[first]) != since) -%}

@@ -46,7 +46,7 @@
     {{ return(newest['newest']) }}
 {%- endmacro %}
 
-{% macro cdc_last_commit(relation, written=false) -%}
+{% macro cdc_last_commit(relation, written=false, recent=1) -%}
     {#-
         The newest commit of the Delta table `relation`, read at compile time from its log
         (`describe history ... limit 1`: one small file, not the table): {
@@ -64,6 +64,9 @@
                 unless it is such a record-only run's, which names it (gold.cdc_table_columns';
                 read by its next run and by the typed columns' key),
             'compacted': whether an OPTIMIZE came after the table's last write (below),
+            'recent': the log's rows of the newest `recent` commits, newest first (a caller
+                that reads the commits before the newest asks for them here: `describe
+                history` takes as long with limit 8 as with limit 1, 0.17-0.25 s warm),
         }
         All none when the table does not exist (a compile before any build) or has no
         commit, and outside execution.
@@ -94,7 +97,7 @@
     {%- if remembered is not none -%}
         {{ return(remembered) }}
     {%- endif -%}
-    {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
+    {%- set rows = run_query('describe history ' ~ relation ~ ' limit ' ~ ([recent, 1] | max)).rows -%}
     {%- if not rows -%}
         {{ return(none_known) }}
     {%- endif -%}
@@ -103,13 +106,14 @@
         'operation': rows[0]['operation'],
         'mark': none,
         'compacted': false,
+        'recent': rows,
     } -%}
     {#- the write behind any maintenance commits: an OPTIMIZE (the history's compaction, or a
         user's) changes no row, and the watermark its write recorded still holds -#}
     {%- set written = {'row': rows[0]} -%}
     {%- if rows[0]['operation'] in cdc_rowless_maintenance() -%}
         {%- do written.update({'row': none}) -%}
-        {%- for row in run_query('describe history ' ~ relation ~ ' limit 8').rows -%}
+        {%- for row in (rows if rows | length >= 8 else run_query('describe history ' ~ relation ~ ' limit 8').rows) -%}
             {%- if written.row is none and row['operation'] not in cdc_rowless_maintenance() -%}
                 {%- do written.update({'row': row}) -%}
             {%- elif written.row is none and row['operation'] in ('OPTIMIZE', 'REORG') -%}
