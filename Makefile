@@ -39,11 +39,12 @@ $(SPARK_JARS): jvm/pom.xml jvm/settings.xml $(BIN)/.installed
 # The project's own JVM functions (jvm/functions: the exact-JSON marking of macros/cdc_json.sql),
 # compiled by the JDK against pyspark's jars into the same folder, so that every Spark session of
 # the lakehouse has them on its classpath. After the sync above, which empties that folder.
+# Delta's jars too (that folder): cdc.lakehouse.DeltaCommits reads a table's commits with Delta's own classes.
 
 $(FUNCTIONS_JAR): $(FUNCTIONS_SRC) $(SPARK_JARS)
 	rm -rf .cache/functions-classes
 	javac --release 17 -Xlint:all,-path -Werror -d .cache/functions-classes \
-	    -cp "$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')/*" \
+	    -cp "$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')/*:.cache/jars/spark/*" \
 	    $(FUNCTIONS_SRC)
 	jar --create --file $@ -C .cache/functions-classes .
 

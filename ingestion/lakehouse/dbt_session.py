@@ -99,9 +99,13 @@ def reuse_running_session() -> None:
     statement may come before the thread of :func:`run_dbt_here` has started it), and for a
     statement with parameters, dbt-spark's own ``execute`` runs. A plain ``dbt build`` keeps it
     throughout. Done once per process.
+
+    A ``describe history <table> limit <n>`` (a model's read of a table's newest commits) is
+    answered on the driver without Delta's Spark job: :mod:`lakehouse.delta_history`.
     """
     from dbt.adapters.spark import session as dbt_spark_session
     from dbt_common.exceptions import DbtRuntimeError
+    from lakehouse import delta_history
     from py4j.protocol import Py4JJavaError
     from pyspark.sql import SparkSession
     from pyspark.sql.utils import AnalysisException
@@ -118,6 +122,11 @@ def reuse_running_session() -> None:
             builder_execute(self, sql, *parameters)
             return
         session = session_of_this_thread(session)
+        # a model's read of a table's newest commits, without Delta's Spark job (delta_history)
+        history = delta_history.answer(session, sql)
+        if history is not None:
+            self._df = history  # noqa: SLF001 - read as dbt-spark reads a frame: schema, collect, take
+            return
         try:
             self._df = session.sql(sql)  # noqa: SLF001 - dbt-spark's cursor keeps its frame here
         except AnalysisException as exc:
