@@ -10,7 +10,6 @@ compares the two answers on a real Delta table.
 from __future__ import annotations
 
 import pytest
-
 from lakehouse import delta_history
 
 #: dbt's query comment, which comes before every statement it sends
@@ -48,7 +47,8 @@ def spark(_shared_lakehouse):
     # times of the commits before it from their files)
     _commit_kinds(session, "history_test.own_times", "tblproperties ('delta.enableInCommitTimestamps' = 'true')")
     _commit_kinds(session, "history_test.own_times_later")
-    session.sql("alter table history_test.own_times_later set tblproperties ('delta.enableInCommitTimestamps' = 'true')")
+    session.sql(
+        "alter table history_test.own_times_later set tblproperties ('delta.enableInCommitTimestamps' = 'true')")
     session.sql("insert into history_test.own_times_later values (4, 'e')")
     yield session
     session.sql("drop database if exists history_test cascade")
