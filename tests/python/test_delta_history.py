@@ -113,3 +113,22 @@ def test_dbt_statements_in_lakehouse_build_take_it(spark):
     cursor.execute("describe history history_test.plain")
     assert not isinstance(cursor._df, delta_history.HistoryRows)  # noqa: SLF001
     assert len(cursor.fetchall()) == 7
+
+
+def test_text_beyond_one_piece_comes_back_whole(spark):
+    """The answer crosses py4j in pieces (DeltaCommits.PIECE characters): a character outside
+    the BMP (two Java chars) at a cut must not be split, whichever side of it the cut falls."""
+    table = "history_test.long_metadata"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} (k int) using delta")
+    for prefix in ("", "a"):  # one commit's emoji pairs start on an even char, the other's on an odd one
+        spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", prefix + "\U0001f600" * 3000 + " end")
+        try:
+            spark.sql(f"insert into {table} values (1)")
+        finally:
+            spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    for limit in (1, 2):
+        answered = delta_history.answer(spark, f"describe history {table} limit {limit}")
+        assert answered is not None
+        assert answered.collect() == _statement_rows(spark, table, limit)
+    assert answered.collect()[1]["userMetadata"] == "\U0001f600" * 3000 + " end"

@@ -75,11 +75,18 @@ public final class DeltaCommits {
   public static String[] newest(SparkSession spark, String database, String table, int limit)
       throws IOException, AnalysisException {
     String json = newestJson(spark, database, table, limit);
-    String[] pieces = new String[(json.length() + PIECE - 1) / PIECE];
-    for (int i = 0; i < pieces.length; i++) {
-      pieces[i] = json.substring(i * PIECE, Math.min(json.length(), (i + 1) * PIECE));
+    List<String> pieces = new ArrayList<>();
+    for (int start = 0; start < json.length(); ) {
+      int end = Math.min(json.length(), start + PIECE);
+      // never between the two chars of one character outside the BMP: py4j sends each piece
+      // as UTF-8, which has no form for half of one
+      if (end < json.length() && Character.isHighSurrogate(json.charAt(end - 1))) {
+        end--;
+      }
+      pieces.add(json.substring(start, end));
+      start = end;
     }
-    return pieces;
+    return pieces.toArray(new String[0]);
   }
 
   /** The most characters of one piece of {@link #newest}'s answer: under 8 KiB as UTF-8. */
