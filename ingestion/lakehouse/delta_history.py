@@ -11,10 +11,7 @@ driver with Delta's own classes and gives the rows Delta's encoder writes, in ab
 dbt's statements take this path in ``lakehouse build`` (the cursor of
 :func:`lakehouse.dbt_session.reuse_running_session`); a plain ``dbt build``, the Thrift server
 and any statement of another form run the statement itself. So does a table this cannot read
-(not a Delta table, not found, the project's jar missing): the statement then says why. Spark
-answers the statement from the same rows too, in every session of the project
-(``cdc.lakehouse.HistoryExtension``), but only after parsing and resolving it: this path skips
-that as well.
+(not a Delta table, not found, the project's jar missing): the statement then says why.
 """
 
 from __future__ import annotations

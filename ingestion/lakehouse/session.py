@@ -117,9 +117,7 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.executor.extraClassPath": f"{SPARK_JARS_DIR}/*",
         "spark.executor.memory": os.environ.get("LAKEHOUSE_EXECUTOR_MEMORY", "1g"),
         "spark.executor.cores": os.environ.get("LAKEHOUSE_EXECUTOR_CORES", "1"),
-        # Delta's, then the project's (jvm/functions): `describe history <table> limit <n>`
-        # answered on the driver, without Delta's Spark job (HistoryExtension).
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension,cdc.lakehouse.HistoryExtension",
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         # The project's JVM functions (jvm/functions, built by `make jars` into the jars folder):
         # the parsers mark exact JSON numbers with cdc_lakehouse.json.mark, not with regexes.

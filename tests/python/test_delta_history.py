@@ -1,12 +1,10 @@
-"""``describe history <table> limit <n>`` read on the driver gives Delta's own rows: in
-Python (lakehouse.delta_history), which dbt's statements in ``lakehouse build`` take, and in
-every session as the statement itself (cdc.lakehouse.HistoryExtension, jvm/functions).
+"""``describe history <table> limit <n>`` read on the driver (lakehouse.delta_history) gives
+Delta's own rows, and dbt's statements in ``lakehouse build`` take that path.
 
 The models decide what is new from these rows (macros/cdc_watermark.sql), so every column must
 be Delta's, value for value: the commits' times (the files' modification times made to
 increase, or in-commit timestamps), their user metadata, operations and parameters. Each case
-compares the answers with Delta's own (``DeltaTable.history``, which reads the log in Delta's
-Spark job and not through the statement) on a real Delta table.
+compares the two answers on a real Delta table.
 """
 
 from __future__ import annotations
@@ -18,25 +16,8 @@ from lakehouse import delta_history
 COMMENT = '/* {"app": "dbt", "dbt_version": "1.11", "connection_name": "model.cdc_lakehouse.x"} */\n'
 
 
-def _deltas_rows(spark, table: str, limit: int | None) -> list:
-    """Delta's own rows: its history API, not the statement this project answers."""
-    from delta.tables import DeltaTable
-
-    history = DeltaTable.forName(spark, table)
-    return (history.history(limit) if limit else history.history()).collect()
-
-
-def _deltas_schema(spark, table: str):
-    from delta.tables import DeltaTable
-
-    return DeltaTable.forName(spark, table).history(1).schema
-
-
-def _answered_by_the_project(spark, sql: str) -> bool:
-    """Whether Spark answers ``sql`` with the project's rows: a local relation of them, where
-    Delta's resolved command would stand."""
-    plan = spark.sql(sql)._jdf.queryExecution().analyzed()  # noqa: SLF001 - the plan is the point
-    return plan.getClass().getSimpleName() == "LocalRelation"
+def _statement_rows(spark, table: str, limit: int | None) -> list:
+    return spark.sql(f"describe history {table}" + (f" limit {limit}" if limit else "")).collect()
 
 
 def _commit_kinds(spark, table: str, properties: str = "") -> None:
@@ -78,9 +59,9 @@ def spark(_shared_lakehouse):
 def test_the_rows_are_the_statements_own(spark, table, limit):
     answered = delta_history.answer(spark, COMMENT + f"describe history {table} limit {limit}")
     assert answered is not None
-    expected = _deltas_rows(spark, table, limit)
+    expected = _statement_rows(spark, table, limit)
     assert answered.collect() == expected
-    assert answered.schema == _deltas_schema(spark, table)
+    assert answered.schema == spark.sql(f"describe history {table} limit 1").schema
     assert answered.take(1) == expected[:1]
     # the kinds the models tell apart, newest first
     if limit == 100 and table == "history_test.plain":
@@ -89,30 +70,8 @@ def test_the_rows_are_the_statements_own(spark, table, limit):
         assert expected[5]["userMetadata"] == '{"cdc_lakehouse_watermark": {"n": 1}}'
 
 
-@pytest.mark.parametrize("table", ["history_test.plain", "history_test.own_times", "history_test.own_times_later"])
-@pytest.mark.parametrize("limit", [1, 3, 8, 100])
-def test_the_statement_itself_is_answered_with_deltas_rows(spark, table, limit):
-    """Through the Thrift server, a plain ``dbt build`` or ``lakehouse sql`` the statement
-    reaches Spark: the session's extension answers it, with Delta's rows and schema."""
-    sql = f"describe history {table} limit {limit}"
-    assert _answered_by_the_project(spark, sql)
-    answered = spark.sql(sql)
-    assert answered.collect() == _deltas_rows(spark, table, limit)
-    assert answered.schema == _deltas_schema(spark, table)
-
-
-def test_the_statement_without_a_limit_and_errors_stay_deltas(spark):
-    assert not _answered_by_the_project(spark, "describe history history_test.plain")
-    assert len(spark.sql("describe history history_test.plain").collect()) == 7
-    spark.sql("create or replace view history_test.a_view as select 1 as x")
-    for sql, error in (("describe history history_test.no_such_table limit 1", "TABLE_OR_VIEW_NOT_FOUND"),
-                       ("describe history history_test.a_view limit 1", "EXPECT_TABLE_NOT_VIEW")):
-        with pytest.raises(Exception, match=error):
-            spark.sql(sql).collect()
-
-
 def test_quoted_names_and_any_case_are_read_too(spark):
-    expected = _deltas_rows(spark, "history_test.plain", 2)
+    expected = _statement_rows(spark, "history_test.plain", 2)
     for sql in ("DESCRIBE HISTORY `history_test`.`plain` LIMIT 2", "describe  history\nhistory_test . plain limit 2;"):
         answered = delta_history.answer(spark, sql)
         assert answered is not None, sql
@@ -134,7 +93,7 @@ def test_any_other_statement_is_left_to_spark(spark, sql):
 
 
 def test_rows_falls_back_to_the_statement(spark):
-    assert delta_history.rows(spark, "history_test.plain", 3) == _deltas_rows(spark, "history_test.plain", 3)
+    assert delta_history.rows(spark, "history_test.plain", 3) == _statement_rows(spark, "history_test.plain", 3)
     with pytest.raises(Exception, match="(?i)not a delta table|DELTA_ONLY_OPERATION|view"):
         delta_history.rows(spark, "history_test.a_view", 1)
 
@@ -149,7 +108,7 @@ def test_dbt_statements_in_lakehouse_build_take_it(spark):
     cursor.execute(COMMENT + "describe history history_test.plain limit 3")
     assert isinstance(cursor._df, delta_history.HistoryRows)  # noqa: SLF001 - the path taken
     assert [d[0] for d in cursor.description][:5] == ["version", "timestamp", "userId", "userName", "operation"]
-    assert cursor.fetchall() == _deltas_rows(spark, "history_test.plain", 3)
+    assert cursor.fetchall() == _statement_rows(spark, "history_test.plain", 3)
     cursor = Cursor()  # as dbt takes one per statement
     cursor.execute("describe history history_test.plain")
     assert not isinstance(cursor._df, delta_history.HistoryRows)  # noqa: SLF001
@@ -171,5 +130,5 @@ def test_text_beyond_one_piece_comes_back_whole(spark):
     for limit in (1, 2):
         answered = delta_history.answer(spark, f"describe history {table} limit {limit}")
         assert answered is not None
-        assert answered.collect() == _deltas_rows(spark, table, limit)
+        assert answered.collect() == _statement_rows(spark, table, limit)
     assert answered.collect()[1]["userMetadata"] == "\U0001f600" * 3000 + " end"

@@ -42,9 +42,8 @@ import scala.Option;
 /**
  * {@code describe history <table> limit <n>} without its Spark job: the same rows, read on the
  * driver. The dbt cursor of {@code lakehouse build} answers that statement with these
- * (ingestion/lakehouse/delta_history.py), and every session's Spark does too ({@link
- * HistoryExtension}); the models read a table's newest commits at compile time to know what is
- * new (macros/cdc_watermark.sql), four to six times per build.
+ * (ingestion/lakehouse/delta_history.py); the models read a table's newest commits at compile
+ * time to know what is new (macros/cdc_watermark.sql), four to six times per build.
  *
  * <p>Why: Delta reads the commit files in a Spark job ({@code spark.range(...).mapPartitions},
  * then a local relation of the rows), 0.17-0.25 s a statement on a small machine, of which
@@ -95,38 +94,19 @@ public final class DeltaCommits {
 
   private static String newestJson(SparkSession spark, String database, String table, int limit)
       throws IOException, AnalysisException {
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit must be 1 or more, not " + limit);
+    }
     CatalogTable catalogTable =
         spark.sessionState().catalog().getTableMetadata(new TableIdentifier(table, Option.apply(database)));
     if (!DeltaTableUtils.isDeltaTable(catalogTable)) {
       throw new IllegalArgumentException(database + "." + table + " is not a Delta table");
     }
     DeltaLog log = DeltaLog.forTable(spark, catalogTable);
-    StructType schema = encoder().schema();
-    StringBuilder out = new StringBuilder("[");
-    for (InternalRow row : rows(log, Option.apply(catalogTable), limit, database + "." + table)) {
-      if (out.length() > 1) {
-        out.append(',');
-      }
-      writeStruct(out, row, schema);
-    }
-    return out.append(']').toString();
-  }
-
-  /**
-   * The rows of {@code describe history <table> limit <limit>} for the table of {@code log}
-   * ({@code catalogTable} when it has one), newest first: Delta's {@code DeltaHistory} of each
-   * commit as the statement's encoder writes it. {@code name} names the table in errors.
-   * Throws when the table has no commit: the statement then says why.
-   */
-  static List<InternalRow> rows(DeltaLog log, Option<CatalogTable> catalogTable, int limit, String name)
-      throws IOException {
-    if (limit < 1) {
-      throw new IllegalArgumentException("limit must be 1 or more, not " + limit);
-    }
-    Snapshot snapshot = log.update(false, Option.empty(), catalogTable);
+    Snapshot snapshot = log.update(false, Option.empty(), Option.apply(catalogTable));
     long end = snapshot.version();
     if (end < 0) {
-      throw new IllegalStateException(name + " has no commit");
+      throw new IllegalStateException(database + "." + table + " has no commit");
     }
     long start = Math.max(end - limit + 1, 0);
     DeltaCommitFileProvider files = DeltaCommitFileProvider.apply(snapshot);
@@ -145,18 +125,21 @@ public final class DeltaCommits {
     if (end >= firstWithOwnTime) {
       commits.addAll(read(log, files, Math.max(start, firstWithOwnTime), end, true));
     }
-    List<InternalRow> rows = new ArrayList<>(commits.size());
+    StructType schema = encoder().schema();
+    StringBuilder out = new StringBuilder("[");
     synchronized (DeltaCommits.class) {
-      // one serializer, made once: making it (a generated projection) took most of a call.
-      // It reuses its row: each is copied
+      // one serializer, made once: making it (a generated projection) took most of a call
       if (serializer == null) {
         serializer = encoder().createSerializer();
       }
       for (int i = commits.size() - 1; i >= 0; i--) {
-        rows.add(serializer.apply(DeltaHistory.fromCommitInfo(commits.get(i))).copy());
+        if (out.length() > 1) {
+          out.append(',');
+        }
+        writeStruct(out, serializer.apply(DeltaHistory.fromCommitInfo(commits.get(i))), schema);
       }
     }
-    return rows;
+    return out.append(']').toString();
   }
 
   /** The statement's own encoder of the rows (Delta's), whose serializer is not thread-safe. */
