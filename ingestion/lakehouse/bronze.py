@@ -4,7 +4,10 @@ Both loaders (file dumps and the Kafka source) hand a DataFrame of raw records t
 :func:`land`, which stamps it with the batch id and ingestion time and MERGEs it into
 ``bronze.kafka_records`` on (topic, partition, offset), inserting only what is not there yet.
 Re-landing a record therefore adds nothing, whichever loader lands it and however often. A
-batch of offsets bronze does not hold yet (the first batch of a new lakehouse, and the next
+record offered at a landed (topic, partition, offset) with other bytes (a recreated topic, a dump
+of another cluster, a file holding one offset twice) is a conflict: bronze keeps what it holds,
+and both versions go to ``bronze.kafka_conflicts`` (:func:`_keep_conflicts`) for an operator to
+review. A batch of offsets bronze does not hold yet (the first batch of a new lakehouse, and the next
 batch of a feed of up to 32 topics) is appended instead, in a Delta transaction that a
 concurrent writer's commit makes fail (then it is MERGEd). Each commit names its batch (id,
 format, topics, ingestion time) in its user metadata, from which a build routes the records
@@ -55,6 +58,34 @@ tblproperties (
 """
 
 
+#: Records offered at a landed (topic, partition, offset) with other bytes, beside what bronze holds.
+CONFLICTS_TABLE = "bronze.kafka_conflicts"
+
+CONFLICTS_DDL = f"""
+create table if not exists {CONFLICTS_TABLE} (
+    topic string not null comment 'Kafka topic of the coordinate both versions claim',
+    partition int not null comment 'Kafka partition',
+    offset bigint not null comment 'Kafka offset inside the partition',
+    landed_key binary comment 'key bronze holds at the coordinate (byte-exact)',
+    landed_value binary comment 'value bronze holds at the coordinate (byte-exact)',
+    landed_headers array<struct<key: string, value: binary>> comment 'headers bronze holds',
+    landed_timestamp timestamp comment 'Kafka timestamp bronze holds',
+    landed_source string comment 'where the held record was read (kafka or file:<path>)',
+    landed_batch_id string comment 'ingest batch that landed the held record',
+    offered_key binary comment 'key of the record offered again (byte-exact)',
+    offered_value binary comment 'value of the record offered again (byte-exact)',
+    offered_headers array<struct<key: string, value: binary>> comment 'headers of the offered record',
+    offered_timestamp timestamp comment 'Kafka timestamp of the offered record',
+    offered_source string comment 'where the offered record was read (kafka or file:<path>)',
+    batch_id string not null comment 'ingest batch that offered it (and landed nothing at this coordinate)',
+    detected_at timestamp not null comment 'when that ingest batch found the conflict'
+)
+using delta
+comment 'Records offered at a landed coordinate with another key or value; bronze keeps its own version'
+tblproperties ('delta.appendOnly' = 'true')
+"""
+
+
 @dataclass(frozen=True)
 class LandResult:
     """What one call of :func:`land` did."""
@@ -62,11 +93,13 @@ class LandResult:
     batch_id: str
     read: int
     landed: int
+    #: Records offered at a landed coordinate with another key or value (kept in CONFLICTS_TABLE).
+    conflicting: int = 0
 
     @property
     def skipped(self) -> int:
-        """Records of the batch that were already in bronze (or repeated inside the batch)."""
-        return self.read - self.landed
+        """Records of the batch already in bronze with the same bytes (or repeated alike in the batch)."""
+        return self.read - self.landed - self.conflicting
 
 
 def ensure_bronze(spark: SparkSession) -> None:
@@ -157,13 +190,17 @@ def land(
     metadata = commit_metadata(batch_id, fmt, sorted({r.topic for r in ranges}), stamp)
     appended = _append_new(spark, stamped, ranges, batch_id, metadata)
     if appended is not None:
-        return LandResult(batch_id, appended if planned else read, appended)
-    landed = _merge(spark, stamped, ranges, batch_id, metadata)
-    if planned:
-        # Delta commits nothing when a MERGE inserts nothing (a replayed batch): count apart
-        source_rows = _source_rows(spark, batch_id)
-        read = source_rows if source_rows is not None else batch.count()
-    return LandResult(batch_id, read, landed)
+        read = appended if planned else read
+        landed = appended
+    else:
+        landed = _merge(spark, stamped, ranges, batch_id, metadata)
+        if planned:
+            # Delta commits nothing when a MERGE inserts nothing (a replayed batch): count apart
+            source_rows = _source_rows(spark, batch_id)
+            read = source_rows if source_rows is not None else batch.count()
+    # Every record landed: none can differ from what bronze holds, and nothing is compared.
+    conflicting = 0 if landed >= read else _keep_conflicts(spark, records, ranges, source, batch_id, stamp)
+    return LandResult(batch_id, read, landed, conflicting)
 
 
 @dataclass(frozen=True)
@@ -464,6 +501,64 @@ def _new_offsets_transaction(spark: SparkSession, ranges: list[OffsetRange]) -> 
             return None
     txn.readWholeTable()
     return txn
+
+
+def _keep_conflicts(
+    spark: SparkSession, records: DataFrame, ranges: list[OffsetRange], source: str, batch_id: str, stamp: datetime
+) -> int:
+    """Append to :data:`CONFLICTS_TABLE` the records of the batch whose coordinate bronze holds
+    with another key or value; how many distinct versions were offered so.
+
+    Called after the batch has landed, and only when it landed fewer records than it read, so
+    that the comparison costs nothing for a batch of new offsets. Bronze then holds every
+    coordinate of the batch, including the first copy of an offset the batch repeats: one join
+    on the coordinates, read only from the bronze files of the batch's ranges (as the MERGE
+    reads), finds both a replay with other bytes and a file that holds one offset twice with
+    two payloads. Headers and timestamps are not compared: a dump and the broker render them
+    differently for the same record.
+    """
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    ensure_conflicts_table(spark)
+    offered = records.select(*RECORD_COLUMNS).alias("s")
+    held = spark.table(TABLE).where(range_filter(ranges)).alias("t")
+    same_coordinate = [F.col(f"s.{c}") == F.col(f"t.{c}") for c in ("topic", "partition", "offset")]
+    differs = ~(F.col("s.key").eqNullSafe(F.col("t.key")) & F.col("s.value").eqNullSafe(F.col("t.value")))
+    conflicts = (
+        offered.join(held, same_coordinate[0] & same_coordinate[1] & same_coordinate[2])
+        .where(differs)
+        .select(
+            *(F.col(f"t.{c}").alias(c) for c in ("topic", "partition", "offset")),
+            F.col("t.key").alias("landed_key"),
+            F.col("t.value").alias("landed_value"),
+            F.col("t.headers").alias("landed_headers"),
+            F.col("t.timestamp").alias("landed_timestamp"),
+            F.col("t.source").alias("landed_source"),
+            F.col("t.batch_id").alias("landed_batch_id"),
+            F.col("s.key").alias("offered_key"),
+            F.col("s.value").alias("offered_value"),
+            F.col("s.headers").alias("offered_headers"),
+            F.col("s.timestamp").alias("offered_timestamp"),
+            F.lit(source).alias("offered_source"),
+            F.lit(batch_id).alias("batch_id"),
+            F.lit(stamp).cast("timestamp").alias("detected_at"),
+        )
+        # one row per version offered: a file holding a payload three times offers it once
+        .dropDuplicates(["topic", "partition", "offset", "offered_key", "offered_value"])
+    )
+    # written as found, not collected: a dump of the wrong cluster may conflict at every offset
+    found = Observation(f"bronze_conflicts_{batch_id}")
+    conflicts.observe(found, F.count(F.lit(1)).alias("rows")).write.format("delta").mode("append").saveAsTable(
+        CONFLICTS_TABLE
+    )
+    return int(found.get["rows"])
+
+
+def ensure_conflicts_table(spark: SparkSession) -> None:
+    """Create :data:`CONFLICTS_TABLE` if this lakehouse does not have it yet."""
+    if not spark.catalog.tableExists(CONFLICTS_TABLE):
+        spark.sql(CONFLICTS_DDL)
 
 
 def _source_rows(spark: SparkSession, batch_id: str) -> int | None:

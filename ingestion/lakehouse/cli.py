@@ -150,9 +150,40 @@ def _ingest_file(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     print(
         f"ingest {path.name}: read {result.read}, landed {result.landed}, "
-        f"skipped {result.skipped} as already landed (batch {result.batch_id}, {seconds:.1f}s)"
+        f"skipped {result.skipped} as already landed{conflicts_note(result.conflicting)} "
+        f"(batch {result.batch_id}, {seconds:.1f}s)"
     )
-    return 0
+    return conflicts_status(result.conflicting, args.accept_conflicts, str(path), result.batch_id)
+
+
+def conflicts_note(conflicting: int) -> str:
+    """``, conflicting N (kept in bronze.kafka_conflicts)`` for the summary line; nothing for none."""
+    if not conflicting:
+        return ""
+    from lakehouse.bronze import CONFLICTS_TABLE
+
+    return f", conflicting {conflicting} (kept in {CONFLICTS_TABLE})"
+
+
+def conflicts_status(conflicting: int, accepted: bool, source: str, batch_id: str | None = None) -> int:
+    """The exit status after a landing that found ``conflicting`` records: 1 unless accepted.
+
+    A conflict is a record whose (topic, partition, offset) bronze holds with other bytes: a
+    recreated topic, a dump of another cluster. Bronze keeps its version either way; failing
+    makes a script stop before it builds on a lakehouse fed from two histories.
+    """
+    if not conflicting:
+        return 0
+    from lakehouse.bronze import CONFLICTS_TABLE
+
+    where = f" where batch_id = '{batch_id}'" if batch_id else ""
+    _progress(
+        f"ingest {source}: {conflicting} record(s) have a (topic, partition, offset) that bronze holds with "
+        f"another key or value; bronze kept its own, both versions are in {CONFLICTS_TABLE} "
+        f"(lakehouse sql \"select * from {CONFLICTS_TABLE}{where}\")"
+        + ("" if accepted else ". Exit status 1: rerun with --accept-conflicts once reviewed")
+    )
+    return 0 if accepted else 1
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -383,6 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument(
         "--topic", metavar="NAME",
         help="lines are bare message values of this topic (partition 0, offsets appended)",
+    )  # fmt: skip
+    ingest.add_argument(
+        "--accept-conflicts", action="store_true",
+        help="exit 0 even when records conflict: their (topic, partition, offset) is landed with another "
+        "key or value (bronze keeps its own version; both are kept in bronze.kafka_conflicts). "
+        "Without it such an ingest lands everything else and exits 1",
     )  # fmt: skip
     ingest.add_argument(
         "--format", choices=FORMATS, metavar="NAME",

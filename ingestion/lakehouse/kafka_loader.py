@@ -320,6 +320,8 @@ class _Totals:
 
     read: int = 0
     landed: int = 0
+    #: Records offered at a landed coordinate with other bytes (bronze.kafka_conflicts).
+    conflicting: int = 0
     batches: int = 0
     #: The batch a killed run left uncommitted; it runs first and is reported when it lands.
     replay: int | None = None
@@ -330,6 +332,7 @@ class _Totals:
         with self.lock:
             self.read += result.read
             self.landed += result.landed
+            self.conflicting += result.conflicting
             self.batches += 1
             self.by_batch[epoch] = result
 
@@ -412,6 +415,11 @@ def _make_sink(fmt: str | None, totals: _Totals, checkpoint: Path):  # type: ign
             if persisted:
                 records.unpersist()
         totals.add(epoch, result)
+        if result.conflicting:
+            _progress(
+                f"batch {epoch}: {result.conflicting} record(s) conflict with what bronze holds at their "
+                f"(topic, partition, offset); kept in {bronze.CONFLICTS_TABLE} (batch {result.batch_id})"
+            )
         if epoch == totals.replay:
             # Spark reports no progress for this batch (SPARK-55271), so say what it did here.
             _progress(
@@ -702,6 +710,13 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _print_summary(totals, checkpoint, started, failed=False)
+    from lakehouse.cli import conflicts_status
+
+    if conflicts_status(totals.conflicting, getattr(args, "accept_conflicts", False), "kafka"):
+        # no build on a lakehouse fed from two histories until someone has looked
+        if builds is not None:
+            _progress(builds.summary())
+        return 1
     if builds is not None:
         _progress(builds.summary())
         return builds.status
@@ -804,10 +819,12 @@ def _first_lines(text: str, count: int = 12) -> str:
 
 def _print_summary(totals: _Totals, checkpoint: Path, started: float, failed: bool) -> None:
     seconds = time.monotonic() - started
-    skipped = totals.read - totals.landed
+    from lakehouse.cli import conflicts_note
+
+    skipped = totals.read - totals.landed - totals.conflicting
     print(
         f"ingest kafka: read {totals.read}, landed {totals.landed}, skipped {skipped} as already "
-        f"landed ({totals.batches} batch{'es' if totals.batches != 1 else ''}"
+        f"landed{conflicts_note(totals.conflicting)} ({totals.batches} batch{'es' if totals.batches != 1 else ''}"
         f"{', FAILED' if failed else ''}, checkpoint {checkpoint.name}, {seconds:.1f}s)",
         flush=True,
     )
