@@ -14,7 +14,8 @@ export LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: setup venv jars cds demo test lint sqlfluff pytest clean kafka-up kafka-down bench kafka-jars kafka-status \
-	postgres-bin postgres-up postgres-down cluster-up cluster-down test-cluster
+	postgres-bin postgres-up postgres-down cluster-up cluster-down test-cluster \
+	sources-bin sources-up sources-down debezium-jars
 
 setup: venv jars cds
 
@@ -73,7 +74,7 @@ sqlfluff: setup
 PYTEST_WORKERS ?= 2
 
 # --durations: the slowest tests, in every run's log, to keep the suite's time in view.
-pytest: setup kafka-jars postgres-bin
+pytest: setup kafka-jars postgres-bin sources-bin debezium-jars
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=40 --durations-min=15
 
 test: setup lint pytest
@@ -110,6 +111,26 @@ postgres-up: postgres-bin
 
 postgres-down: venv
 	$(BIN)/lakehouse postgres down
+
+# The real-database harness (docs/real-databases.md): source PostgreSQL and MariaDB from Debian's
+# packages (mariadb-server installed with apt-get when missing), Debezium 3.5 from Maven Central.
+sources-bin: postgres-bin
+	@$(BIN)/lakehouse source bin mariadb >/dev/null 2>&1 || { \
+	    echo "MariaDB server programs not found: installing Debian's mariadb-server (apt-get)"; \
+	    $(SUDO) apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mariadb-server && \
+	    $(BIN)/lakehouse source bin mariadb; }
+
+sources-up: sources-bin
+	$(BIN)/lakehouse source up postgres
+	$(BIN)/lakehouse source up mariadb
+
+sources-down: venv
+	$(BIN)/lakehouse source down postgres
+	$(BIN)/lakehouse source down mariadb
+
+debezium-jars: venv
+	$(BIN)/lakehouse debezium jars
 
 # A Spark standalone master (127.0.0.1:7077, web UI :8080) and 2 workers from the pyspark wheel.
 cluster-up: setup
