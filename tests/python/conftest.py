@@ -44,6 +44,8 @@ DBT_TARGET = PROJECT / os.environ.get("DBT_TARGET_PATH", "target")
 #: ``pytest -n`` each worker starts on one and the short files fill in around them; in
 #: collection order the longest one started late and ran alone at the end.
 LONGEST_FIRST = (
+    "test_real_postgres.py",
+    "test_real_mariadb.py",
     "test_cli_end_to_end.py",
     "test_gold_history_increments.py",
     "test_formats_oms.py",
