@@ -145,8 +145,8 @@ def canon(kind: str, value: Any) -> str | None:
             return str(value // dt.timedelta(microseconds=1))
         if isinstance(value, dt.time):
             return str(((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond)
-        if isinstance(value, int):
-            return str(value)
+        if isinstance(value, int) or re.fullmatch(r"-?\d+", str(value)):
+            return str(int(value))
         return str(_micros_of_text(str(value)))
     if kind == "timestamp":
         if isinstance(value, dt.datetime):

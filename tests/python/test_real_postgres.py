@@ -226,6 +226,11 @@ def _kill_mid_stream(run: Run) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         proc.stderr.close()
+    # The next run takes the slot over only once the server has seen the killed connection go.
+    deadline = time.monotonic() + 60
+    while run.sql("select count(*) from pg_replication_slots where active").strip() != "0":
+        assert time.monotonic() < deadline, "the killed connector's replication slot stayed active"
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
