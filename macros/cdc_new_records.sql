@@ -122,7 +122,9 @@
         {%- endif -%}
     {%- endif -%}
     {%- for row in routed_rows -%}
-        {%- if row['resolved_format'] is none -%}
+        {#- a dump's unrouted lines go to cdc_route_records, which gives them no format: the
+            quarantine, whatever format their batch was given -#}
+        {%- if row['resolved_format'] is none or row['topic'] == cdc_unrouted_topic() -%}
             {%- do to_detect.append(row['topic']) -%}
         {%- else -%}
             {%- do rows.append(row) -%}
@@ -136,7 +138,7 @@
                 from {{ bronze }}
                 where
                     {{ cdc_newer_than('ingested_at', result.after) }}
-                    and format is null
+                    and (format is null or topic = {{ cdc_sql_string(cdc_unrouted_topic()) }})
                     and topic in ({{ cdc_sql_list(to_detect) }})
             ),
 

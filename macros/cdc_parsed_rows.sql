@@ -62,6 +62,7 @@ fast_parsed as (
         case
         {%- for parser, format_ids in parsers.items() if parser in fast_parsers %}
             when resolved_format in ('{{ format_ids | join("', '") }}') and (value is null or value_is_utf8)
+                and (key is null or key_is_utf8)
                 then {{ fast_parsers[parser] }}(value_text, key_text, topic, `partition`, `offset`)
         {%- endfor %}
         end as fast
@@ -82,9 +83,10 @@ parsed_by_fast_parsers as (
     {%- endfor %}
     {%- do exprs.update({
         'row_index': '0',
-        'apply_order': 'case when not f.value_is_utf8 then '
+        'apply_order': 'case when not f.value_is_utf8 or not f.key_is_utf8 then '
             ~ cdc_apply_order('1', [], 'f.partition', 'f.offset', '0') ~ ' end',
         'parse_error': "case when not f.value_is_utf8 then 'value is not valid UTF-8' "
+            ~ "when not f.key_is_utf8 then 'key is not valid UTF-8' "
             ~ (reasons | join(' ')) ~ ' end',
     }) %}
     select
@@ -108,6 +110,7 @@ records_for_{{ parser }} as (
         and
         {%- endif %}
         (value is null or value_is_utf8)
+        and (key is null or key_is_utf8)
 
 ),
 
@@ -126,7 +129,9 @@ unparsable as (
         'row_index': '0',
         'apply_order': cdc_apply_order('1', [], 'routed.partition', 'routed.offset', '0'),
         'parse_error': "case
+            when topic = " ~ cdc_sql_string(cdc_unrouted_topic()) ~ " then " ~ cdc_unrouted_reason('headers') ~ "
             when value is not null and not value_is_utf8 then 'value is not valid UTF-8'
+            when key is not null and not key_is_utf8 then 'key is not valid UTF-8'
             when resolved_format like 'ambiguous:%' then 'ambiguous format: the message could be any of '
                 || substr(resolved_format, 11) || '; set --format at ingest or a cdc_topic_formats pattern'
             when resolved_format is null then 'unknown format: none given at ingest, no cdc_topic_formats '
@@ -146,7 +151,10 @@ unparsable as (
             {%- if fast_formats %}
             routed.resolved_format not in ('{{ fast_formats | join("', '") }}') and
             {%- endif %}
-            routed.value is not null and not routed.value_is_utf8
+            (
+                (routed.value is not null and not routed.value_is_utf8)
+                or (routed.key is not null and not routed.key_is_utf8)
+            )
         )
 
 ),

@@ -31,16 +31,20 @@
     {%- endset %}
     select
         rec.*,
+        {#- a dump's line that is no Kafka record (lakehouse.file_source) is quarantined with
+            what it is, never parsed: its coordinates are a line number, not Kafka's #}
+        case when rec.topic = {{ cdc_sql_string(cdc_unrouted_topic()) }} then cast(null as string) else
         {%- if detect %}
         coalesce(
             {{ lookup }},
             rec.format,
             routes.seeded_format,
             {{ cdc_detect_format('rec.value_text') }}
-        ) as resolved_format
+        )
         {%- else %}
-        {{ lookup }} as resolved_format
-        {%- endif %},
+        {{ lookup }}
+        {%- endif %}
+        end as resolved_format,
         {#- a fast parser's row, set by silver where it has one (cdc_fast_parsers) #}
         cast(null as {{ cdc_fast_parse_type() }}) as fast
     from (
@@ -48,6 +52,7 @@
             r.*,
             {#- null for a null value, as is_valid_utf8 gives #}
             case when r.value is not null then {{ cdc_utf8_text('r.value') }} is not null end as value_is_utf8,
+            case when r.key is not null then {{ cdc_utf8_text('r.key') }} is not null end as key_is_utf8,
             {{ cdc_utf8_text('r.value') }} as value_text,
             {{ cdc_utf8_text('r.key') }} as key_text
         from {{ records }} as r
@@ -66,6 +71,21 @@
     {%- endif %}
 {%- endmacro %}
 
+
+{% macro cdc_unrouted_topic() -%}
+    {#- The topic under which `lakehouse ingest --from-file` lands a line that is not a kcat -C -J
+        envelope (lakehouse.file_source.UNROUTED_TOPIC), with what it is in a header. -#}
+    {{ return('_lakehouse_unrouted') }}
+{%- endmacro %}
+
+{% macro cdc_unrouted_reason(headers) -%}
+    {#- The reason an unrouted line carries in its header lakehouse.unrouted_reason (written by
+        lakehouse.file_source); a loader before that header gave none. -#}
+    coalesce(
+        cast(try_element_at(filter({{ headers }}, h -> h.key = 'lakehouse.unrouted_reason'), 1).value as string),
+        'not a kcat -C -J envelope (a line of a dump file that holds no Kafka record)'
+    )
+{%- endmacro %}
 
 {% macro cdc_topic_format_patterns() -%}
     {#-

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from lakehouse import __version__, cluster, postgres
-from lakehouse.local import commands as local_commands
 from lakehouse.paths import PROJECT_DIR, lakehouse_dir
 
 FORMATS = (
@@ -144,9 +143,12 @@ def _ingest_file(args: argparse.Namespace) -> int:
     dump = file_source.read_dump(spark, str(path), args.topic or None, first)
     if dump.unrouted:
         _progress(
-            f"{path}: {dump.unrouted} line(s) are not kcat -J envelopes; landed under topic "
-            f"{file_source.UNROUTED_TOPIC} for the quarantine (use --topic for bare values)"
+            f"{path}: {dump.unrouted} line(s) are not kcat -J envelopes with valid coordinates; landed under "
+            f"topic {file_source.UNROUTED_TOPIC}, which silver quarantines with the reason (use --topic for "
+            "bare values). The first of them:"
         )
+        for example in dump.unrouted_examples:
+            _progress(f"  {example}")
     result = bronze.land(spark, dump.records, fmt=args.format, source=f"file:{path}", ranges=dump.ranges)
     seconds = time.monotonic() - started
     print(
@@ -558,7 +560,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     postgres.register(sub)
     cluster.register(sub)
-    local_commands.register(sub)
     return parser
 
 

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cdc_messages import DebeziumTable, envelope
 from conftest import InProcessLakehouse
 from lakehouse import bronze, cli, file_source
 
@@ -78,3 +79,86 @@ def test_a_batch_of_new_offsets_compares_nothing(lakehouse: InProcessLakehouse) 
     result = bronze.land(lakehouse.spark, dump.records, fmt=None, source="file", ranges=dump.ranges)
     assert (result.read, result.landed, result.conflicting) == (3, 3, 0)
     assert not lakehouse.spark.catalog.tableExists(bronze.CONFLICTS_TABLE)
+
+
+# --------------------------------------------------------------------------- points 1, 2, 4 and names, in one build
+
+#: The bytes of issue 81: not UTF-8 (a lone 0xff 0xfe, then 0xc3 not followed by a continuation byte).
+NOT_UTF8 = b"\xff\xfe\xc3\x28"
+
+#: Names with quotes, backticks, semicolons and SQL in them: kept verbatim, executing nothing.
+ODD_DATABASE = "we`ird'; drop table gold.cdc_current_state; --"
+ODD_TABLE = 'it"s `t`; select 1'
+ODD_COLUMN = "col`;'\" or 1=1"
+
+
+def _line(topic: str, offset: int, key: str | None, payload: str | None, partition: object = 0) -> bytes:
+    return (envelope(topic, 0, offset, key, payload).replace('"partition": 0', f'"partition": {json.dumps(partition)}')
+            + "\n").encode("utf-8")  # fmt: skip
+
+
+def test_bad_lines_are_quarantined_with_what_they_are_and_gold_builds(
+    lakehouse: InProcessLakehouse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shop = DebeziumTable("srv", "shop", "items", ["id"])
+    for i in (1, 2, 3):
+        shop.insert({"id": i, "name": f"item {i}"})
+    shop.update({"id": 2, "name": "item 2"}, {"id": 2, "name": "item two"})
+    odd = DebeziumTable("srv", ODD_DATABASE, ODD_TABLE, ["id"])
+    big = "x" * (5 * 1024 * 1024)
+    odd.insert({"id": 1, ODD_COLUMN: big})
+    good = b"".join(line.encode("utf-8") + b"\n" for line in shop.envelopes() + odd.envelopes())
+    key7, value7 = shop.insert({"id": 7, "name": "PLACEHOLDER"})
+    key8, value8 = shop.insert({"id": 8, "name": "eight"})
+    key9, value9 = shop.insert({"id": 9, "name": "nine"})
+    not_utf8_value = _line(shop.topic, 10, key7, value7).replace(b"PLACEHOLDER", NOT_UTF8)
+    not_utf8_key = _line(shop.topic, 11, key8, value8).replace(b'\\"id\\": 8', b'\\"id\\": 8' + NOT_UTF8, 1)
+    assert NOT_UTF8 in not_utf8_value and NOT_UTF8 in not_utf8_key
+    bad = [
+        _line(shop.topic, 12, key9, value9, partition=-1),  # a valid payload at partition -1 (issue 81)
+        _line(shop.topic, 13, key9, value9, partition=2**31),
+        _line(shop.topic, 14, key9, value9).replace(b'"offset": 14', b'"offset": "x"'),
+        _line(shop.topic, 15, key9, value9).replace(b'"offset": 15, ', b""),
+        b"garbage that is not JSON\n",
+        b"[1, 2]\n",
+    ]
+    path = _write(lakehouse, "mixed.jsonl", good + not_utf8_value + not_utf8_key + b"".join(bad))
+    assert _ingest(lakehouse, path, "--format", "debezium-json") == 0
+    err = capsys.readouterr().err
+    assert "6 line(s) are not kcat -J envelopes" in err
+    assert f"not a kcat -C -J envelope (partition -1 is not an integer from 0 to 2147483647) at line 8 of {path}" in err
+
+    # bronze holds the bytes as they were, the unrouted lines too
+    held = {(r["topic"], r["offset"]): r for r in lakehouse.rows(
+        "select topic, offset, key, value, length(value) as size from bronze.kafka_records")}  # fmt: skip
+    assert NOT_UTF8 in bytes(held[(shop.topic, 10)]["value"]) and NOT_UTF8 in bytes(held[(shop.topic, 11)]["key"])
+    assert bytes(held[(file_source.UNROUTED_TOPIC, 11)]["value"]) == bad[4].rstrip(b"\n")
+    assert held[(odd.topic, 0)]["size"] > len(big)
+
+    lakehouse.build()  # with the data tests: none fails, gold is built
+    reasons = {(r["kafka_topic"], r["kafka_offset"]): r["reason"] for r in lakehouse.rows(
+        "select kafka_topic, kafka_offset, reason from silver.cdc_quarantine")}  # fmt: skip
+    unrouted = {offset: reason for (topic, offset), reason in reasons.items() if topic == file_source.UNROUTED_TOPIC}
+    assert reasons[(shop.topic, 10)] == "value is not valid UTF-8"
+    assert reasons[(shop.topic, 11)] == "key is not valid UTF-8"
+    expected = [
+        "partition -1 is not an integer from 0 to 2147483647",
+        f"partition {2**31} is not an integer from 0 to 2147483647",
+        "offset x is not an integer from 0 to 9223372036854775807",
+        "an envelope without offset",
+        "not JSON",
+        "a JSON array, not an envelope object",
+    ]
+    assert unrouted == {
+        7 + i: f"not a kcat -C -J envelope ({what}) at line {8 + i} of {path}" for i, what in enumerate(expected)
+    }
+    state = lakehouse.current_state()
+    assert sorted(pk for (table, pk) in state if table == "items") == ['{"id":1}', '{"id":2}', '{"id":3}']
+    assert state[("items", '{"id":2}')]["name"] == "item two"
+    # names verbatim, the 5 MB value whole
+    odd_rows = lakehouse.rows(
+        "select source_database, source_table, row from gold.cdc_current_state where source_table <> 'items'"
+    )
+    assert [(r["source_database"], r["source_table"]) for r in odd_rows] == [(ODD_DATABASE, ODD_TABLE)]
+    assert json.loads(odd_rows[0]["row"])[ODD_COLUMN] == big
+    assert lakehouse.spark.catalog.tableExists("gold.cdc_current_state")
