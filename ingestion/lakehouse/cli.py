@@ -574,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     command_line = argv is None
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
+    # what a query or build found absent in a folder without a lakehouse, to remove again after it
+    absent = _absent_lakehouse_paths() if command_line and argv[:1] in (["sql"], ["build"]) else []
     try:
         if argv[:1] == ["build"] and not {"-h", "--help"} & set(argv[1:]):
             # Everything after `build` belongs to dbt (argparse would claim --select and friends).
@@ -583,6 +585,44 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if command_line:
             stop_driver()
+            _remove_if_still_empty(absent)
+
+
+def _absent_lakehouse_paths() -> list[Path]:
+    """The paths a Spark driver creates in LAKEHOUSE_DIR that are not there yet, when the folder
+    holds no lakehouse (no Derby metastore); none otherwise.
+
+    ``lakehouse sql`` or ``build`` pointed at the wrong folder would otherwise leave a
+    ``metastore_db``, a ``derby.log`` and the empty schemas of a failed build behind, which
+    make the folder look like a lakehouse to the next command. Only for the embedded default
+    (Derby, local warehouse): a shared metastore or remote warehouse is not this folder's.
+    """
+    from lakehouse.session import spark_conf, uses_derby
+
+    root = lakehouse_dir()
+    conf = spark_conf(root)
+    warehouse = Path(conf["spark.sql.warehouse.dir"])
+    if not uses_derby(conf) or "LAKEHOUSE_WAREHOUSE" in os.environ or (root / "metastore_db").exists():
+        return []
+    return [p for p in (root / "metastore_db", root / "derby.log", warehouse, root) if not p.exists()]
+
+
+def _remove_if_still_empty(absent: list[Path]) -> None:
+    """Remove what the command created of ``absent`` when the warehouse still holds no file
+    (a query that created nothing, a build that stopped before writing): no lakehouse came of it."""
+    import shutil
+
+    root = lakehouse_dir()
+    warehouse = next((p for p in absent if p.name == "warehouse"), None)
+    if warehouse is None or any(f.is_file() for f in warehouse.rglob("*")):
+        return  # a warehouse that was there before is not ours to judge; one with files is a lakehouse
+    for path in absent:
+        if path.is_dir() and path != root:
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.is_file():
+            path.unlink(missing_ok=True)
+    if root in absent and root.is_dir() and not any(root.iterdir()):
+        root.rmdir()
 
 
 if __name__ == "__main__":

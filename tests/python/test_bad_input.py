@@ -10,11 +10,13 @@ what it is, and gold builds on; commands pointed at a folder without a lakehouse
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from cdc_messages import DebeziumTable, envelope
-from conftest import InProcessLakehouse
+from conftest import BIN, PROJECT, InProcessLakehouse
 from lakehouse import bronze, cli, file_source
 
 
@@ -162,3 +164,23 @@ def test_bad_lines_are_quarantined_with_what_they_are_and_gold_builds(
     assert [(r["source_database"], r["source_table"]) for r in odd_rows] == [(ODD_DATABASE, ODD_TABLE)]
     assert json.loads(odd_rows[0]["row"])[ODD_COLUMN] == big
     assert lakehouse.spark.catalog.tableExists("gold.cdc_current_state")
+
+
+# --------------------------------------------------------------------------- point 4: the wrong folder
+
+
+def _command(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "lakehouse"), *args], env=dict(os.environ, LAKEHOUSE_DIR=str(root)),
+                          cwd=PROJECT, capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_sql_and_build_on_a_folder_without_a_lakehouse_leave_nothing_behind(tmp_path: Path) -> None:
+    missing = tmp_path / "not-there"
+    query = _command(missing, "sql", "select * from gold.cdc_current_state")
+    assert query.returncode == 1 and "holds no lakehouse" in query.stderr, query.stderr[-2000:]
+    assert not missing.exists()
+    answered = _command(tmp_path, "sql", "select 1 as one")
+    assert answered.returncode == 0 and "one" in answered.stdout
+    build = _command(tmp_path, "build")
+    assert build.returncode != 0 and "nothing has been landed in it yet" in build.stdout + build.stderr
+    assert list(tmp_path.iterdir()) == []  # no metastore_db, derby.log or empty schemas
