@@ -116,10 +116,11 @@
                         ~ " when r.key_msg.`_corrupt` is null then r.key_marked end"
                     ) }} as key_values,
                     {#- a column named twice or not named at all has no type: a map of
-                        them would fail the whole run (DUPLICATED_MAP_KEY, null map key) #}
+                        them would fail the whole run (DUPLICATED_MAP_KEY, null map key); an
+                        array column keeps its element type (`items`) #}
                     {%- set after_fields -%}
                         filter(
-                            from_json(r.msg.`schema`, 'struct<fields: array<struct<field: string, fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>>>>>>').fields,
+                            from_json(r.msg.`schema`, 'struct<fields: array<struct<field: string, fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>, items: struct<type: string, name: string, parameters: map<string, string>>>>>>>').fields,
                             f -> f.field = 'after'
                         )[0].fields
                     {%- endset %}
@@ -128,7 +129,7 @@
                             and size(array_distinct(transform({{ after_fields }}, c -> c.field))) = size({{ after_fields }})
                             and not exists({{ after_fields }}, c -> c.field is null)
                             then {{ cdc_unmark_json("to_json(map_from_entries(transform(" ~ after_fields ~ ",
-                        c -> struct(c.field, struct(c.type as type, c.name as name, c.parameters as parameters))
+                        c -> struct(c.field, struct(c.type as type, c.name as name, c.parameters as parameters, c.items as items))
                     )))") }} end as column_types
                 from (
                     select

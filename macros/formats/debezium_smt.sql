@@ -84,8 +84,8 @@
                 end as fields,
                 case when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null then
                     {{ cdc_unmark_json("to_json(map_from_entries(transform(
-                        from_json(m.msg.`schema`, 'struct<fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>>>>').fields,
-                        c -> struct(c.field, struct(c.type as type, c.name as name, c.parameters as parameters))
+                        from_json(m.msg.`schema`, 'struct<fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>, items: struct<type: string, name: string, parameters: map<string, string>>>>>').fields,
+                        c -> struct(c.field, struct(c.type as type, c.name as name, c.parameters as parameters, c.items as items))
                     )))") }}
                 end as column_types
             from (

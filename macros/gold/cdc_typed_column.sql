@@ -37,8 +37,58 @@
         microseconds} (as Alibaba DTS's Avro reader reads them);
       * text with a zone ("... Asia/Shanghai", Debezium ZonedTimestamp "...Z") is that instant.
       Analysts who want another zone use from_utc_timestamp().
-    - TIME, INTERVAL, JSON, ENUM, SET and geometry stay text.
+    - Debezium's logical types (the schema's `name`) are decoded by _cdc_debezium_types() and
+      cdc_typed_value (docs/types.md is the table). Spark's TIME type needs a session flag
+      (spark.sql.timeType.enabled) and Delta stores neither TIME nor intervals, so a time of
+      day is ISO text HH:MM:SS[.fff...] (signed and over 24 h for MySQL's TIME durations) and a
+      duration ISO-8601 text [-]PnDTnHnMn[.n]S; Bits are the big-endian bytes the database
+      shows; geometry is its WKB; an `array` is a Spark array of its `items` type.
+    - Other formats' TIME, INTERVAL, JSON, ENUM, SET and geometry stay text.
 #}
+
+{% macro _cdc_debezium_types() -%}
+    {#- Debezium logical type (schema `name`) -> Spark type; any other io.debezium name is text. -#}
+    {{ return({
+        'io.debezium.time.Date': 'date',
+        'io.debezium.time.IsoDate': 'date',
+        'org.apache.kafka.connect.data.Date': 'date',
+        'io.debezium.time.Timestamp': 'timestamp',
+        'io.debezium.time.MicroTimestamp': 'timestamp',
+        'io.debezium.time.NanoTimestamp': 'timestamp',
+        'io.debezium.time.ZonedTimestamp': 'timestamp',
+        'io.debezium.time.IsoTimestamp': 'timestamp',
+        'org.apache.kafka.connect.data.Timestamp': 'timestamp',
+        'io.debezium.time.Time': 'string',
+        'io.debezium.time.MicroTime': 'string',
+        'io.debezium.time.NanoTime': 'string',
+        'org.apache.kafka.connect.data.Time': 'string',
+        'io.debezium.time.ZonedTime': 'string',
+        'io.debezium.time.IsoTime': 'string',
+        'io.debezium.time.MicroDuration': 'string',
+        'io.debezium.time.NanoDuration': 'string',
+        'io.debezium.time.Interval': 'string',
+        'io.debezium.time.Year': 'int',
+        'io.debezium.data.VariableScaleDecimal': 'string',
+        'io.debezium.data.Bits': 'binary',
+        'io.debezium.data.geometry.Geometry': 'binary',
+        'io.debezium.data.geometry.Geography': 'binary',
+        'io.debezium.data.geometry.Point': 'binary',
+    }) }}
+{%- endmacro %}
+
+{% macro _cdc_debezium_clock_units() -%}
+    {#- integer times of day / durations -> units per second -#}
+    {{ return({
+        'io.debezium.time.Time': 1000,
+        'org.apache.kafka.connect.data.Time': 1000,
+        'io.debezium.time.MicroTime': 1000000,
+        'io.debezium.time.NanoTime': 1000000000,
+    }) }}
+{%- endmacro %}
+
+{% macro _cdc_debezium_duration_units() -%}
+    {{ return({'io.debezium.time.MicroDuration': 1000000, 'io.debezium.time.NanoDuration': 1000000000}) }}
+{%- endmacro %}
 
 {% macro _cdc_sql_type_text(meta) -%}
     {#- The SQL type text the metadata names, lower case ('' when it names none). -#}
@@ -77,19 +127,30 @@
     {#- The Spark type of a column; 'string' when the metadata says nothing usable. -#}
     {%- if override -%}{{ return(override | lower) }}{%- endif -%}
     {%- set name = (meta.get('name') or '') | string -%}
-    {%- if name in ['io.debezium.time.Date'] -%}{{ return('date') }}{%- endif -%}
-    {%- if name in ['io.debezium.time.Timestamp', 'io.debezium.time.MicroTimestamp',
-                    'io.debezium.time.NanoTimestamp', 'io.debezium.time.ZonedTimestamp'] -%}
-        {{ return('timestamp') }}
+    {%- set debezium = _cdc_debezium_types() -%}
+    {%- if name in debezium -%}{{ return(debezium[name]) }}{%- endif -%}
+    {%- if name.startswith('io.debezium.') -%}{{ return('string') }}{%- endif -%}
+    {%- if meta.get('type') == 'array' and meta.get('items') is mapping -%}
+        {{ return('array<' ~ cdc_column_spark_type(source_format, meta.get('items')) ~ '>') }}
     {%- endif -%}
-    {%- if name.startswith('io.debezium.time.') -%}{{ return('string') }}{%- endif -%}
+    {#- PostgreSQL hstore with hstore.handling.mode=map #}
+    {%- if meta.get('type') == 'map' -%}{{ return('map<string,string>') }}{%- endif -%}
+    {%- set source_type = (meta.get('parameters') or {}).get('__debezium.source.column.type') -%}
+    {%- if meta.get('type') == 'string' and not name and source_type -%}
+        {#- decimal.handling.mode=string and the string binary.handling.modes, named by
+            column.propagate.source.type: the source type says decimal or binary -#}
+        {%- set params = meta.get('parameters') -%}
+        {%- set sized = cdc_column_spark_type(source_format, {'type': source_type ~ (
+            '(' ~ params.get('__debezium.source.column.length') ~ ',' ~ (params.get('__debezium.source.column.scale') or 0) ~ ')'
+            if params.get('__debezium.source.column.length') else '')}) -%}
+        {{ return(sized if sized == 'binary' or sized.startswith('decimal') else 'string') }}
+    {%- endif -%}
     {%- if name == 'org.apache.kafka.connect.data.Decimal' -%}
         {%- set params = meta.get('parameters') or {} -%}
         {%- set precision = (params.get('connect.decimal.precision') or 38) | int -%}
         {%- set scale = (params.get('scale') or 0) | int -%}
         {{ return('decimal(' ~ precision ~ ',' ~ scale ~ ')' if precision <= 38 else 'string') }}
     {%- endif -%}
-    {%- if name == 'io.debezium.data.VariableScaleDecimal' -%}{{ return('string') }}{%- endif -%}
     {%- if source_format == 'dataworks' -%}
         {#- DataWorks' six column types (dataworks-realtime-sync.txt, "Field types") -#}
         {%- set dataworks = {'long': 'bigint', 'double': 'string', 'date': 'timestamp', 'bytes': 'binary',
@@ -149,6 +210,12 @@
 {% macro _cdc_binary_encoding(source_format, meta) -%}
     {#- How a format writes binary values into JSON text. -#}
     {%- if meta.get('encoding') -%}{{ return(meta.get('encoding')) }}{%- endif -%}
+    {#- Debezium's binary.handling.mode: its schema does not say; bytes (base64 in JSON), base64
+        and base64-url-safe are all read as base64, hex only when the project's var says so -#}
+    {%- if source_format.startswith('debezium') -%}
+        {{ return('hex' if meta.get('type') == 'string'
+            and var('cdc_debezium_binary_handling_mode', 'base64') == 'hex' else 'base64') }}
+    {%- endif -%}
     {%- if source_format in ['canal-json', 'cloudcanal-json', 'maxwell-json'] -%}
         {{ return('iso-8859-1') }}
     {%- endif -%}
@@ -248,6 +315,27 @@
     )
 {%- endmacro %}
 
+{% macro _cdc_clock_text(value, unit) -%}
+    {#- A signed integer count of 1/unit seconds -> [-]HH:MM:SS[.f...] (hours past 24 kept: a
+        MySQL TIME is a duration up to 838:59:59); the fraction only when not zero. -#}
+    {{ _cdc_let('try_cast(' ~ value ~ ' as bigint)', '_cdk',
+        "case when _cdk is not null then concat(format_string('%s%02d:%02d:%02d', if(_cdk < 0, '-', ''), "
+        ~ "abs(_cdk) div " ~ unit * 3600 ~ ", abs(_cdk) div " ~ unit * 60 ~ " % 60, abs(_cdk) div " ~ unit ~ " % 60), "
+        ~ "if(abs(_cdk) % " ~ unit ~ " = 0, '', format_string('.%0" ~ ((unit | string | length) - 1) ~ "d', abs(_cdk) % " ~ unit ~ "))) end"
+    ) }}
+{%- endmacro %}
+
+{% macro _cdc_duration_text(value, unit) -%}
+    {#- A signed integer count of 1/unit seconds -> ISO-8601 [-]PnDTnHnMn[.n]S, as Debezium's own
+        interval.handling.mode=string writes a duration (without its years and months). -#}
+    {{ _cdc_let('try_cast(' ~ value ~ ' as bigint)', '_cdk',
+        "case when _cdk is not null then concat(format_string('%sP%dDT%dH%dM%d', if(_cdk < 0, '-', ''), "
+        ~ "abs(_cdk) div " ~ unit * 86400 ~ ", abs(_cdk) div " ~ unit * 3600 ~ " % 24, abs(_cdk) div " ~ unit * 60
+        ~ " % 60, abs(_cdk) div " ~ unit ~ " % 60), if(abs(_cdk) % " ~ unit ~ " = 0, '', regexp_replace(format_string('.%0"
+        ~ ((unit | string | length) - 1) ~ "d', abs(_cdk) % " ~ unit ~ "), '0+$', '')), 'S') end"
+    ) }}
+{%- endmacro %}
+
 {% macro cdc_typed_value(value, spark_type, source_format, meta) -%}
     {#- SQL turning the exact text `value` (a SQL expression) into `spark_type`. -#}
     {%- set name = (meta.get('name') or '') | string -%}
@@ -256,7 +344,28 @@
     {#- a JSON object value (an Avro Timestamp / DateTime record, a Debezium struct), numbers unmarked -#}
     {%- set is_record = "left(" ~ value ~ ", 1) = '{'" -%}
     {%- set record = cdc_unmark_json(value, portable=true) -%}
-    {%- if name == 'org.apache.kafka.connect.data.Decimal' -%}
+    {%- if spark_type.startswith('array<') and meta.get('items') is mapping -%}
+        {#- a JSON array of marked values: each element decoded as its `items` type says #}
+        transform(from_json({{ value }}, 'array<string>'), _cde -> {{ cdc_typed_value(
+            cdc_unmark_value('_cde'), spark_type[6:-1], source_format, meta.get('items')) }})
+    {%- elif spark_type == 'map<string,string>' -%}
+        from_json({{ record }}, 'map<string,string>')
+    {%- elif spark_type == 'string' and name in _cdc_debezium_clock_units() -%}
+        {{ _cdc_clock_text(value, _cdc_debezium_clock_units()[name]) }}
+    {%- elif spark_type == 'string' and name in _cdc_debezium_duration_units() -%}
+        {{ _cdc_duration_text(value, _cdc_debezium_duration_units()[name]) }}
+    {%- elif spark_type == 'binary' and name == 'io.debezium.data.Bits' -%}
+        {#- java.util.BitSet's little-endian bytes, cut after the highest set bit (PostgreSQL):
+            reversed and padded to the column's length, as the database shows them #}
+        {%- set width = ((((meta.get('parameters') or {}).get('length') or 0) | int) + 7) // 8 * 2 -%}
+        {{ _cdc_let(
+            "array_join(reverse(regexp_extract_all(hex(try_to_binary(" ~ value ~ ", 'base64')), '(..)', 1)), '')",
+            '_cdh', "unhex(lpad(_cdh, greatest(length(_cdh), " ~ width ~ "), '0'))"
+        ) }}
+    {%- elif spark_type == 'binary' and name.startswith('io.debezium.data.geometry.') -%}
+        {#- {"wkb": base64, "srid": n}: the WKB #}
+        try_to_binary(get_json_object({{ value }}, '$.wkb'), 'base64')
+    {%- elif name == 'org.apache.kafka.connect.data.Decimal' -%}
         {#- Kafka Connect Decimal: base64 of the unscaled value, big-endian two's complement #}
         {%- set scale = ((meta.get('parameters') or {}).get('scale') or 0) | int -%}
         {%- set text = _cdc_unscaled_text('try_to_binary(' ~ value ~ ", 'base64')", scale) -%}
@@ -276,7 +385,7 @@
         ) -%}
         {{ text if spark_type == 'string' else 'try_cast(' ~ text ~ ' as ' ~ spark_type ~ ')' }}
     {%- elif spark_type == 'date' -%}
-        {%- if name == 'io.debezium.time.Date' -%}
+        {%- if name in ['io.debezium.time.Date', 'org.apache.kafka.connect.data.Date'] -%}
             date_add(date '1970-01-01', cast({{ value }} as int))
         {%- else -%}
             case
@@ -294,7 +403,7 @@
             timestamp_micros(cast({{ value }} as bigint))
         {%- elif name == 'io.debezium.time.NanoTimestamp' -%}
             timestamp_micros(cast(cast({{ value }} as decimal(38, 0)) div 1000 as bigint))
-        {%- elif name == 'io.debezium.time.Timestamp' or source_format == 'dataworks' -%}
+        {%- elif name in ['io.debezium.time.Timestamp', 'org.apache.kafka.connect.data.Timestamp'] or source_format == 'dataworks' -%}
             {#- epoch milliseconds #}
             case
                 when {{ is_int }} then timestamp_millis(cast({{ value }} as bigint))
@@ -317,7 +426,8 @@
         {%- if encoding == 'hex' -%}
             try_to_binary({{ value }}, 'hex')
         {%- elif encoding == 'base64' -%}
-            try_to_binary({{ value }}, 'base64')
+            {#- the URL-safe alphabet's - and _ are + and / (never in standard base64) #}
+            try_to_binary({{ "translate(" ~ value ~ ", '-_', '+/')" if source_format.startswith('debezium') else value }}, 'base64')
         {%- elif encoding == 'java-bytes' -%}
             case
                 when {{ value }} rlike '^\\[\\s*(-?[0-9]{1,3}(\\s*,\\s*-?[0-9]{1,3})*)?\\s*\\]$'

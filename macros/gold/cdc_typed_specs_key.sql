@@ -39,7 +39,8 @@
     {%- if code is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {{ return(local_md5(tojson([columns, checksum, code]))) }}
+    {#- and the vars that decide a decoding the metadata cannot tell -#}
+    {{ return(local_md5(tojson([columns, checksum, code, var('cdc_debezium_binary_handling_mode', 'base64')]))) }}
 {%- endmacro %}
 
 {% macro cdc_typed_specs_state(key, view_names) -%}

@@ -64,6 +64,15 @@ DEBEZIUM_EDGES: list[Edge] = [
      ' "parameters": {}}]}, {"field": "op", "type": "string"}]},'
      ' "payload": {"after": {"id": 8, "price": "AeJA", "t\u00e9": "x"}, "op": "c",'
      ' "source": {"file": "bin.1", "pos": 1}}}'),
+    ("common, a schema with arrays (their items)", None,
+     '{"schema": {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": ['
+     '{"field": "id", "type": "int64"}, {"field": "tags", "type": "array", "optional": true,'
+     ' "items": {"type": "string", "optional": true}}, {"field": "prices", "type": "array", "items":'
+     ' {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "version": 1,'
+     ' "parameters": {"scale": "2", "connect.decimal.precision": 5}}}, {"field": "bits", "type": "bytes",'
+     ' "name": "io.debezium.data.Bits", "version": 1, "parameters": {"length": "10"}}]}]},'
+     ' "payload": {"after": {"id": 84, "tags": null, "prices": null, "bits": "AQI="}, "op": "c",'
+     ' "source": {"file": "bin.1", "pos": 1}}}'),
     ("common, a schema without the after field", None,
      '{"schema": {"type": "struct", "fields": [{"field": "op", "type": "string"}]},'
      ' "payload": {"after": {"id": 81}, "op": "c", "source": {"file": "bin.1", "pos": 1}}}'),

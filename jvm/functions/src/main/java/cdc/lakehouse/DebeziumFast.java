@@ -209,33 +209,19 @@ final class DebeziumFast {
         if (name == null || !seen.add(name)) {
           throw NotCommon.INSTANCE;
         }
-        String type = Message.string(column.get("type"));
-        String typeName = Message.string(column.get("name"));
-        Obj parameters = Message.object(column.get("parameters"));
         g.writeFieldName(name);
         g.writeStartObject();
-        if (type != null) {
-          g.writeStringField("type", type);
-        }
-        if (typeName != null) {
-          g.writeStringField("name", typeName);
-        }
-        if (parameters != null) {
-          g.writeFieldName("parameters");
-          g.writeStartObject();
-          for (int i = 0; i < parameters.names.size(); i++) {
-            g.writeFieldName(parameters.names.get(i));
-            Object v = parameters.values.get(i);
-            if (v == null) {
-              g.writeNull();
-            } else if (v instanceof String) {
-              g.writeString((String) v);
-            } else if (v instanceof Message.Token) {
-              g.writeRawValue(((Message.Token) v).text);
-            } else {
-              throw NotCommon.INSTANCE;
-            }
+        writeType(g, column);
+        Object items = column.get("items");
+        if (items != null) {
+          // an array's element type: the SQL parser keeps the type, name and parameters of `items`
+          Obj element = Message.object(items);
+          if (element == null) {
+            throw NotCommon.INSTANCE;
           }
+          g.writeFieldName("items");
+          g.writeStartObject();
+          writeType(g, element);
           g.writeEndObject();
         }
         g.writeEndObject();
@@ -245,6 +231,38 @@ final class DebeziumFast {
       throw NotCommon.INSTANCE;
     }
     return UTF8String.fromBytes(out.toByteArray());
+  }
+
+  /** The type, name and parameters members of a schema field (null ones left out), in that order. */
+  private static void writeType(com.fasterxml.jackson.core.JsonGenerator g, Obj column)
+      throws NotCommon, java.io.IOException {
+    String type = Message.string(column.get("type"));
+    String typeName = Message.string(column.get("name"));
+    Obj parameters = Message.object(column.get("parameters"));
+    if (type != null) {
+      g.writeStringField("type", type);
+    }
+    if (typeName != null) {
+      g.writeStringField("name", typeName);
+    }
+    if (parameters != null) {
+      g.writeFieldName("parameters");
+      g.writeStartObject();
+      for (int i = 0; i < parameters.names.size(); i++) {
+        g.writeFieldName(parameters.names.get(i));
+        Object v = parameters.values.get(i);
+        if (v == null) {
+          g.writeNull();
+        } else if (v instanceof String) {
+          g.writeString((String) v);
+        } else if (v instanceof Message.Token) {
+          g.writeRawValue(((Message.Token) v).text);
+        } else {
+          throw NotCommon.INSTANCE;
+        }
+      }
+      g.writeEndObject();
+    }
   }
 
   /**
