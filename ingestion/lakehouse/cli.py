@@ -406,7 +406,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="land Kafka records (from a dump file or a broker) in bronze.kafka_records",
         description=(
             "Land Kafka records in bronze.kafka_records, byte-exact, once per "
-            "(topic, partition, offset): records already landed are skipped."
+            "(topic, partition, offset): records already landed are skipped. A record at a landed "
+            "(topic, partition, offset) with another key or value is a conflict: bronze keeps its own, "
+            "both go to bronze.kafka_conflicts, and the ingest exits 1 (see --accept-conflicts). A dump "
+            "line that is not a kcat -C -J envelope with valid coordinates (not JSON, no offset, a "
+            "negative partition, ...) lands under topic _lakehouse_unrouted and silver quarantines it "
+            "with what it is; keys and values that are not UTF-8 land as they are and are quarantined. "
+            "See docs/operations-bad-input.md."
         ),
     )
     src = ingest.add_argument_group("from a dump file")
