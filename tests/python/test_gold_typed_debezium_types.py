@@ -40,7 +40,7 @@ TIME = "io.debezium.time."
 DATA = "io.debezium.data."
 CONNECT = "org.apache.kafka.connect.data."
 SOURCE_TYPE = "__debezium.source.column.type"
-# 0101000020E6100000 ... : POINT(1 2) as PostGIS writes its WKB (SRID beside it)
+# POINT(1 2) as WKB (Debezium sends the SRID beside it)
 WKB = bytes.fromhex("0101000000000000000000f03f0000000000000040")
 NOON = 45296  # 12:34:56 in seconds
 
