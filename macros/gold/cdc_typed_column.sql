@@ -404,9 +404,9 @@
         {%- elif name == 'io.debezium.time.NanoTimestamp' -%}
             timestamp_micros(cast(cast({{ value }} as decimal(38, 0)) div 1000 as bigint))
         {%- elif name in ['io.debezium.time.Timestamp', 'org.apache.kafka.connect.data.Timestamp'] or source_format == 'dataworks' -%}
-            {#- epoch milliseconds #}
+            {#- epoch milliseconds; past Spark's range (a corrupt value) null, not a failed query #}
             case
-                when {{ is_int }} then timestamp_millis(cast({{ value }} as bigint))
+                when {{ is_int }} then timestamp_micros(try_multiply(cast({{ value }} as bigint), 1000))
                 else try_cast({{ value }} as timestamp)
             end
         {%- else -%}

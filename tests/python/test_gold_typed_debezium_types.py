@@ -124,6 +124,7 @@ MYSQL = [
     ("shape", {**_named(DATA + "geometry.Geometry", "struct"), "fields": []},
      {"wkb": _b64(WKB), "srid": None}, "binary", WKB),
     ("dt", _named(TIME + "Timestamp", "int64"), -1000, "timestamp", dt.datetime(1969, 12, 31, 23, 59, 59)),
+    ("dt_out_of_range", _named(TIME + "Timestamp", "int64"), Raw("9223372036854775807"), "timestamp", None),
     ("ts", _named(TIME + "ZonedTimestamp", "string"), "2024-02-29T23:59:59Z", "timestamp",
      dt.datetime(2024, 2, 29, 23, 59, 59)),
     ("big_unsigned", _named(CONNECT + "Decimal", "bytes", **{"scale": "0", "connect.decimal.precision": "20"}),
