@@ -492,6 +492,14 @@ def typed_view_rows(dumped: Dump, view: str, cols: list[tuple[str, str, str]]) -
     return out
 
 
+def build_failure(proc: subprocess.CompletedProcess[str]) -> str:
+    """What a failed ``lakehouse build`` reported: dbt's failure lines, else the end of its output."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    failed = re.compile(r"Failure in|FAIL \d|ERROR creating|Error in")
+    lines = [line.strip() for line in text.splitlines() if failed.search(line)]
+    return f"lakehouse build exited {proc.returncode}: " + ("; ".join(lines) or text[-2000:])
+
+
 def workload_versions(states: list[list[dict]], key: str = "id") -> dict[str, list[dict]]:
     """Per key, the row versions a sequence of table states went through (one state per statement)."""
     expected: dict[str, list[dict]] = {}
