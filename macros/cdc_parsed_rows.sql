@@ -293,6 +293,9 @@ judged as (
         before_image,
         after_image,
         column_types,
+        {#- the after image's columns that Debezium could not send (unchanged TOASTed values):
+            gold completes them from the key's previous version #}
+        {{ cdc_unavailable_columns('source_format', 'after_values', 'after_image') }} as unavailable_columns,
         event_time,
         vendor_sequence,
         apply_order,

@@ -315,24 +315,28 @@
 {%- endmacro %}
 
 {% macro _cdc_count_changes(changes, per_table=true) -%}
-    {#- {'changes', 'truncations', 'up_to' (newest ingested_at as a string, none without
+    {#- {'changes', 'truncations', 'unavailable' (changes with a column Debezium did not send),
+        'up_to' (newest ingested_at as a string, none without
         changes), 'orders' (per source table, cdc_table_order_key: [its oldest apply order, its
         newest]; none unless `per_table`)} of `changes` (a relation or a parenthesized query),
         in one query: a row per source table, or one row -#}
     {%- if per_table -%}
         {%- set query = 'select ' ~ cdc_table_order_key() ~ ' as table_key, count(*) as changes,'
             ~ ' count_if(op = \'t\') as truncations, cast(max(max(ingested_at)) over () as string) as up_to,'
+            ~ ' count_if(size(unavailable_columns) > 0) as unavailable,'
             ~ ' min(apply_order) as first_order, max(apply_order) as last_order'
             ~ ' from ' ~ changes ~ ' as counted_changes group by 1' -%}
     {%- else -%}
         {%- set query = 'select count(*) as changes, count_if(op = \'t\') as truncations,'
+            ~ ' count_if(size(unavailable_columns) > 0) as unavailable,'
             ~ ' cast(max(ingested_at) as string) as up_to from ' ~ changes ~ ' as counted_changes' -%}
     {%- endif -%}
-    {%- set counts = {'changes': 0, 'truncations': 0, 'up_to': none, 'orders': {} if per_table else none} -%}
+    {%- set counts = {'changes': 0, 'truncations': 0, 'unavailable': 0, 'up_to': none, 'orders': {} if per_table else none} -%}
     {%- for row in run_query(query).rows if row['changes'] > 0 -%}
         {%- do counts.update({
             'changes': counts.changes + row['changes'],
             'truncations': counts.truncations + row['truncations'],
+            'unavailable': counts.unavailable + row['unavailable'],
             'up_to': row['up_to'],
         }) -%}
         {%- if per_table -%}

@@ -135,7 +135,9 @@
                 _cdc_last_op,
                 _cdc_last_event_time,
                 _cdc_vendor_sequence,
-                _cdc_source_format
+                _cdc_source_format,
+                _cdc_unknown_columns,
+                _cdc_copy_number
             from (
                 select
                     {{ _cdc_row_values('row') }} as _cdc_values,
@@ -143,7 +145,9 @@
                     op as _cdc_last_op,
                     valid_from as _cdc_last_event_time,
                     vendor_sequence as _cdc_vendor_sequence,
-                    source_format as _cdc_source_format
+                    source_format as _cdc_source_format,
+                    unknown_columns as _cdc_unknown_columns,
+                    copy_number as _cdc_copy_number
                 from ({{ cdc_history_current_versions(ref('cdc_history_versions')) }}) as current_versions
                 where {{ where }}
             ) as current_rows
@@ -166,7 +170,8 @@
                 _cdc_valid_from,
                 _cdc_valid_to,
                 _cdc_is_current,
-                _cdc_vendor_sequence
+                _cdc_vendor_sequence,
+                _cdc_unknown_columns
             from (
                 select
                     {{ _cdc_row_values('row') }} as _cdc_values,
@@ -175,7 +180,8 @@
                     valid_from as _cdc_valid_from,
                     valid_to as _cdc_valid_to,
                     is_current as _cdc_is_current,
-                    vendor_sequence as _cdc_vendor_sequence
+                    vendor_sequence as _cdc_vendor_sequence,
+                    unknown_columns as _cdc_unknown_columns
                 from {{ ref('cdc_history') }}
                 where row is not null and {{ where }}
             ) as versions

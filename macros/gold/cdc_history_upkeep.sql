@@ -163,6 +163,51 @@
         creates (the hundred typed views of a 4M first build, cold: 5.0-5.6 s against
         6.7-9.4 s; bench/JOURNAL.md, stop 72).
     -#}
-    select * from ({{ cdc_history_pending_ends(versions) }}) as open_versions
-    where is_current and pending_end is null
+    {%- set key = ['source_database', 'source_schema', 'source_table', 'pk'] %}
+    select *, 1 as copy_number from ({{ cdc_history_pending_ends(versions) }}) as open_versions
+    where is_current and pending_end is null and not keyless
+
+    union all
+
+    {#- a table without a key is a multiset whose rows are their own keys: a row is there as
+        many times as it was inserted (or updated into) less the times it was deleted (or
+        updated away) since the last truncate of its table, in copies 1, 2, ... A change
+        delivered again (a connector that restarts replays from its stored offset) lands at
+        another Kafka offset with the same source position: it counts once. Snapshot rows
+        share one position, so each of them counts by its own order #}
+    select
+        keyless_rows.latest.*,
+        cast(null as struct<next_apply_order: string, valid_to: timestamp>) as pending_end,
+        copy_number
+    from (
+        select
+            max_by(struct(version.*), version.apply_order) filter (where version.row is not null) as latest,
+            sum(case when version.op in ('c', 'r', 'u') then 1 when version.op = 'd' then -1 else 0 end) as copies
+        from (
+            select * except (delivery)
+            from (
+                select
+                    *,
+                    row_number() over (
+                        partition by {{ key | join(', ') }}, op,
+                            case when op = 'r' or vendor_sequence is null then apply_order else vendor_sequence end
+                        order by apply_order
+                    ) as delivery
+                from {{ versions }}
+                where keyless and not is_closer
+            ) as deliveries
+            where delivery = 1
+        ) as version
+        left join (
+            select {{ key | join(', ') }}, max(apply_order) as truncated_at
+            from {{ versions }}
+            where keyless and op = 't'
+            group by {{ key | join(', ') }}
+        ) as truncation
+            on {% for k in key %}version.{{ k }} <=> truncation.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+        where truncation.truncated_at is null or version.apply_order > truncation.truncated_at
+        group by {% for k in key %}version.{{ k }}{{ ', ' if not loop.last }}{% endfor %}
+        having copies > 0
+    ) as keyless_rows
+    lateral view explode(sequence(1, keyless_rows.copies)) copies as copy_number
 {%- endmacro %}

@@ -26,7 +26,9 @@ final as (
         valid_from as last_event_time,
         vendor_sequence,
         apply_order,
-        change_id
+        change_id,
+        unknown_columns,
+        copy_number
     from current_versions
 
 )

@@ -36,7 +36,7 @@ final as (
     select
         version_id, source_format, source_database, source_schema, source_table, pk, op, row,
         valid_from, valid_to, apply_order, next_apply_order, is_open, is_current,
-        vendor_sequence, change_id, ingested_at
+        vendor_sequence, change_id, ingested_at, unknown_columns
     from closed_versions
 
     union all
@@ -49,7 +49,7 @@ final as (
         coalesce(pending_end.next_apply_order, next_apply_order) as next_apply_order,
         is_open and pending_end is null as is_open,
         is_current and pending_end is null as is_current,
-        vendor_sequence, change_id, ingested_at
+        vendor_sequence, change_id, ingested_at, unknown_columns
     from open_versions
 
 )

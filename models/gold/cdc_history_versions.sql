@@ -42,12 +42,12 @@
 {%- set history_columns = [
     'source_format', 'source_database', 'source_schema', 'source_table', 'pk', 'op', 'row', 'has_row',
     'event_time', 'vendor_sequence', 'apply_order', 'change_id', 'ingested_at', 'is_stored',
-    'stored_next_apply_order', 'stored_version_id',
+    'stored_next_apply_order', 'stored_version_id', 'keyless', 'unknown_columns',
 ] %}
 
 {%- set recorded = {} %}
 {%- set watermark = cdc_watermark('ingested_at', recorded=recorded) if is_incremental() else none %}
-{%- if watermark is not none %}{{ cdc_require_columns(this, ['is_closer']) }}{% endif %}
+{%- if watermark is not none %}{{ cdc_require_columns(this, ['is_closer', 'keyless', 'unknown_columns']) }}{% endif %}
 {#- silver's newest commit, before anything reads silver: the write records it, and while it
     is still the newest one, silver has had no write since and there is nothing new, which no
     query needs to count #}
@@ -127,6 +127,9 @@
 {#- no truncate among the changes read: truncated_keys is empty at compile time, and the scan
     of every stored version it would join (seen_keys) is dropped #}
 {%- set truncating = counted is none or counted.truncations > 0 %}
+{#- no change holds a value Debezium could not send: nothing to complete, nothing of the stored
+    versions to read for it (cdc_history_complete_unavailable) #}
+{%- set completing = counted is none or counted.get('unavailable', 1) > 0 %}
 {#- a small increment's keys are broadcast to the scan of the stored versions, which then need
     no shuffle (every stored version would cross it to meet a few thousand keys) #}
 {%- set broadcast_keys = increment is not none and increment.changes <= broadcast_limit %}
@@ -171,11 +174,13 @@ with new_changes as (
 
 ),
 
-new_effects as (
+new_effects_as_sent as (
 
     {#- a change's effect on its key; a key-changing update also ends its old key there (a
         'd' of before_pk). One scan of silver for both: an increment's history MERGE plans,
-        filters files for and reads each scan of silver on its own #}
+        filters files for and reads each scan of silver on its own. A table without a key is
+        a multiset whose rows are their own keys: an update that leaves its row as it was
+        changes nothing there, and gold counts the copies (cdc_history_current_versions) #}
     select
         new_changes.source_format, new_changes.source_database, new_changes.source_schema,
         new_changes.source_table, effects.effect.pk, effects.effect.op,
@@ -184,10 +189,15 @@ new_effects as (
         new_changes.event_time, new_changes.vendor_sequence, new_changes.apply_order,
         new_changes.change_id, new_changes.ingested_at,
         false as is_stored, cast(null as string) as stored_next_apply_order,
-        cast(null as string) as stored_version_id
+        cast(null as string) as stored_version_id,
+        not coalesce(size(new_changes.key_columns) > 0, false) as keyless,
+        case when effects.effect.op <> 'd' then new_changes.unavailable_columns end as unavailable_columns
     from new_changes
     lateral view explode(
         case
+            when new_changes.op = 'u' and not coalesce(size(new_changes.key_columns) > 0, false)
+                and new_changes.before_pk is null and new_changes.before_image is not null
+                then cast(array() as array<struct<pk: string, op: string>>)
             when new_changes.op = 'u' and new_changes.before_pk is not null
                 then array(
                     named_struct('pk', new_changes.pk, 'op', new_changes.op),
@@ -199,6 +209,8 @@ new_effects as (
     where new_changes.op in ('c', 'u', 'r', 'd')
 
 ),
+
+{{ cdc_history_complete_unavailable('new_effects_as_sent', this if is_incremental() else none, completing) }}
 
 truncations as (
 
@@ -235,7 +247,8 @@ new_keys as (
     select
         source_database, source_schema, source_table, pk,
         min(apply_order) as first_new_order,
-        min_by(event_time, apply_order) as first_new_event_time
+        min_by(event_time, apply_order) as first_new_event_time,
+        bool_or(keyless) as keyless
     from new_effects
     group by source_database, source_schema, source_table, pk
 
@@ -250,7 +263,8 @@ late_truncated_keys as (
         truncations.source_table, new_keys.pk, 't' as op, null as row, false as has_row, truncations.event_time,
         truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at,
         false as is_stored, cast(null as string) as stored_next_apply_order,
-        cast(null as string) as stored_version_id
+        cast(null as string) as stored_version_id, new_keys.keyless,
+        cast(array() as array<string>) as unknown_columns
     from earlier_truncations as truncations
     inner join new_keys
         on
@@ -285,7 +299,7 @@ known_versions as (
         cast(null as string) as row, false as has_row,
         valid_from as event_time, vendor_sequence, apply_order, change_id, ingested_at,
         true as is_stored, next_apply_order as stored_next_apply_order,
-        version_id as stored_version_id
+        version_id as stored_version_id, keyless, unknown_columns
     from {{ this }}
     {#- the pre-hook has settled every closer (cdc_settle_history): none is left #}
     where not is_closer
@@ -298,9 +312,9 @@ known_versions as (
 
 seen_keys as (
 
-    select source_database, source_schema, source_table, pk, apply_order from new_effects
+    select source_database, source_schema, source_table, pk, apply_order, keyless from new_effects
     union all
-    select source_database, source_schema, source_table, pk, apply_order from known_versions
+    select source_database, source_schema, source_table, pk, apply_order, keyless from known_versions
 
 ),
 
@@ -312,7 +326,8 @@ truncated_keys as (
         truncations.source_table, live.pk, 't' as op, null as row, false as has_row, truncations.event_time,
         truncations.vendor_sequence, truncations.apply_order, truncations.change_id, truncations.ingested_at,
         false as is_stored, cast(null as string) as stored_next_apply_order,
-        cast(null as string) as stored_version_id
+        cast(null as string) as stored_version_id, live.keyless,
+        cast(array() as array<string>) as unknown_columns
     from truncations
     inner join seen_keys as live
         on
@@ -452,7 +467,9 @@ final as (
         false as is_closer,
         vendor_sequence,
         change_id,
-        ingested_at
+        ingested_at,
+        keyless,
+        unknown_columns
     from intervals
     {#- a stored version is written again only when its end moved #}
     where not is_stored or not next_apply_order <=> stored_next_apply_order
@@ -494,7 +511,9 @@ closers as (
         true as is_closer,
         cast(null as string) as vendor_sequence,
         cast(null as string) as change_id,
-        cast(null as timestamp) as ingested_at
+        cast(null as timestamp) as ingested_at,
+        keyless,
+        cast(array() as array<string>) as unknown_columns
     from new_keys
 
 )

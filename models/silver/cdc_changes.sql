@@ -23,6 +23,7 @@ final as (
         before_image,
         after_image,
         column_types,
+        unavailable_columns,
         event_time,
         vendor_sequence,
         apply_order,
