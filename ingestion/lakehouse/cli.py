@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lakehouse import __version__, cluster, postgres
+from lakehouse.local import commands as local_commands
 from lakehouse.paths import PROJECT_DIR, lakehouse_dir
 
 FORMATS = (
@@ -566,6 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     postgres.register(sub)
     cluster.register(sub)
+    local_commands.register(sub)
     return parser
 
 
