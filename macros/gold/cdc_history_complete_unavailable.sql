@@ -2,14 +2,14 @@
     {#-
         CTEs ending with `new_effects`: the effects of `effects` (a CTE of gold.cdc_history_versions'
         new versions, with silver's unavailable_columns) with every column Debezium could not
-        send (macros/cdc_unavailable_values.sql) given the value it had in the key's previous
+        send (macros/utils/cdc_unavailable_values.sql) given the value it had in the key's previous
         version: the newest earlier version of the key, new or `stored` (the history table,
         none in a first build), that has the column, whose own value was complete. Where that
         version is a delete, or there is none, the value is NULL and the column is named in
         unknown_columns. Stored versions were completed when they were written, so the newest
         one before a key's first new placeholder is the only one read, and only for those keys.
         `completing` false (no new change holds a placeholder) compiles the pass-through alone.
-        Rows are read as maps of VARIANT values over marked JSON (macros/cdc_json.sql): nested
+        Rows are read as maps of VARIANT values over marked JSON (macros/utils/cdc_json.sql): nested
         arrays and objects stay JSON, and numbers stay exact as marked strings.
     -#}
     {%- set value_map = "from_json(" ~ cdc_mark_json('{row}') ~ ", 'map<string, variant>')" -%}

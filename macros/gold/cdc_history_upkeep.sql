@@ -27,7 +27,7 @@
     compacted the open partitions and silver after every write once it had started (30-75 MB
     rewritten each time), and a following loader's increments went from 15-17 s to 24-26 s.
 
-    Silver's compaction, and what the two share, are in macros/cdc_compaction.sql.
+    Silver's compaction, and what the two share, are in macros/utils/cdc_compaction.sql.
 #}
 
 {% macro cdc_history_compaction(recorded) -%}

@@ -119,7 +119,7 @@
 {%- endif %}
 {%- do cdc_record_watermark(counted.up_to if counted is not none else none, extra) %}
 {#- a MERGE (the settling's, or an increment's that does not append) joins its source to the
-    open partition by hash, not by sorting every open version (macros/cdc_merge_joins.sql); put
+    open partition by hash, not by sorting every open version (macros/utils/cdc_merge_joins.sql); put
     back by a post-hook #}
 {%- if writes and (settling.settle or not open_only) %}
     {%- do cdc_merge_by_hash_join() %}

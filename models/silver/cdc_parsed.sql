@@ -43,7 +43,7 @@
 {%- endif -%}
 {#- and how many appends came since the table was last compacted: every
     cdc_silver_compact_every of them, a pre-hook compacts the table before the append
-    (macros/cdc_compaction.sql) -#}
+    (macros/utils/cdc_compaction.sql) -#}
 {%- if is_incremental() and plan.up_to is not none and not plan.none_new -%}
     {%- set compaction = cdc_silver_compaction(plan.recorded) -%}
     {%- do consumed.update({'writes_since_compaction': compaction.writes}) -%}

@@ -37,7 +37,7 @@ def test_hard_delivery_gives_the_true_final_state(lakehouse):
 
 @pytest.mark.parametrize("jvm_functions", [True, False], ids=["jvm-marking", "regex-marking"])
 def test_exact_values_deletes_key_changes_and_control_events(lakehouse, jvm_functions):
-    """Both ways of marking exact numbers (macros/cdc_json.sql) give the same gold.
+    """Both ways of marking exact numbers (macros/utils/cdc_json.sql) give the same gold.
 
     The fast parsers are off: they read the common message without marking, and the SQL
     parser, which marks, would only see the two bad messages (in silver's post-hook)."""

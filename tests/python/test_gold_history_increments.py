@@ -131,7 +131,7 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
     own append: one MERGE writes each closer's end into the version it ends, and deletes the
     closers. gold.cdc_history reads the same before and after. Delta's MERGE joins its source
     with every row of the open partition: the session hashes that join, not sorts it
-    (macros/cdc_merge_joins.sql), for that build only, and holds what it held before after
+    (macros/utils/cdc_merge_joins.sql), for that build only, and holds what it held before after
     it; a build that only appends, or has nothing new, sends neither."""
     before = {key: lakehouse.spark.conf.get(key) for key in HASH_JOIN_KEYS}
     t = DebeziumTable("dbserver1", "inventory", "hist_settle", ["id"])
@@ -312,7 +312,7 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
         # by the test)
         mark.pop("rows_commit", None)
     if mark and table == "silver.cdc_parsed":
-        # the parse records the digest of the code it ran (macros/cdc_code_digest.sql)
+        # the parse records the digest of the code it ran (macros/utils/cdc_code_digest.sql)
         assert re.fullmatch("[0-9a-f]{32}", mark.pop("code")), mark
     if mark and table == "silver.cdc_parsed" and not first_build:
         # the appends since the last compaction (checked by its own test)

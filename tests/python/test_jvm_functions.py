@@ -1,6 +1,6 @@
 """The JVM marking functions (jvm/functions) give the text of the regular expressions they replace.
 
-macros/cdc_json.sql marks exact JSON numbers either with ``cdc_lakehouse.json.mark`` /
+macros/utils/cdc_json.sql marks exact JSON numbers either with ``cdc_lakehouse.json.mark`` /
 ``unmark`` (the default) or with regular expressions (``cdc_jvm_functions: false``, and always
 in the typed gold views). Both are compiled here by dbt itself and run side by side in Spark on
 messages with every kind of token, escape and malformation.

@@ -20,7 +20,7 @@ WRITTEN = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_col
 ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
 COUNT_QUERY = "count_if(op = 't') as truncations"
 # the typed columns' spec query: the model reads the specs, and its post-hook, which creates the
-# typed views, takes them from the model (macros/cdc_hand_over.sql) instead of asking again; a
+# typed views, takes them from the model (macros/utils/cdc_hand_over.sql) instead of asking again; a
 # build whose table columns, overrides seed and code are those the views were created from does
 # not read them at all (macros/gold/cdc_typed_specs_key.sql)
 SPEC_QUERY = "from gold.cdc_table_columns as c left join cdc_config.cdc_column_type_overrides as o"

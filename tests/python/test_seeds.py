@@ -3,7 +3,7 @@
 dbt-spark binds seed values by formatting them into the statement, so in a process build an
 empty cell became the string 'None' (silver.cdc_parsed then said control_kind 'None' for every
 change, op 'None' for every control record) and a quote would end its string. The project loads
-seeds with literals of its own (macros/cdc_seed_if_changed.sql): an empty cell is NULL. A seed is
+seeds with literals of its own (macros/utils/cdc_seed_if_changed.sql): an empty cell is NULL. A seed is
 a view whose text holds its rows, with its CSV's checksum among its properties: no Delta write
 to load it, no Delta snapshot to read it. A CSV too long for a view's text in the metastore is a
 Delta table, created with its rows and its checksum in one statement.

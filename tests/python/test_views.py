@@ -1,4 +1,4 @@
-"""The project's views are created again only when their SQL changed (macros/cdc_view_if_changed.sql).
+"""The project's views are created again only when their SQL changed (macros/utils/cdc_view_if_changed.sql).
 
 dbt-spark replaces every view at every build; here a view keeps a digest of the statement that
 made it (property cdc.sql_digest), which dbt's listing of the schema shows, and a build whose

@@ -7,7 +7,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * What the fast parsers share: the row they return and the derived values every SQL parser
- * computes the same way (macros/cdc_order.sql).
+ * computes the same way (macros/utils/cdc_order.sql).
  *
  * <p>A fast parser ({@code cdc_lakehouse.json.parse_<format>}) reads the common message of its
  * format in one pass and returns the parser contract's columns (macros/cdc_change_columns.sql,

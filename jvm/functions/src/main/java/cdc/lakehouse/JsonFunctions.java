@@ -114,7 +114,7 @@ public final class JsonFunctions implements FunctionCatalog {
 
     @Override
     public String description() {
-      return bound.name() + "(string) -> string: exact JSON handling of macros/cdc_json.sql";
+      return bound.name() + "(string) -> string: exact JSON handling of macros/utils/cdc_json.sql";
     }
 
     @Override

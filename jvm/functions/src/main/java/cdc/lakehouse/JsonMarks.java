@@ -5,7 +5,7 @@ import java.util.Arrays;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * The exact-JSON marking of macros/cdc_json.sql as one pass over the UTF-8 bytes.
+ * The exact-JSON marking of macros/utils/cdc_json.sql as one pass over the UTF-8 bytes.
  *
  * <p>Spark's JSON reader turns numbers into doubles, so the project rewrites every bare number
  * and boolean of a message into the marked string {@code "\u0000<token>"} before parsing, and

@@ -28,13 +28,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>Only strict JSON is read: anything Jackson's defaults refuse (single quotes, comments,
  * NaN, trailing text), a name twice in one object, or a string holding U+0000 (which the
- * marked form of macros/cdc_json.sql could not tell from a marked number) throws
+ * marked form of macros/utils/cdc_json.sql could not tell from a marked number) throws
  * {@link NotCommon}, and the message is left to the SQL parser of its format, which decides
  * what it means and what error to report.
  */
 final class Message {
   private static final JsonFactory FACTORY = new JsonFactory();
-  /** The marker of macros/cdc_json.sql: a marked value is U+0000 then the token's text. */
+  /** The marker of macros/utils/cdc_json.sql: a marked value is U+0000 then the token's text. */
   static final String MARK = "\u0000";
 
   private Message() {}
