@@ -53,7 +53,7 @@
         a later run that finds it still the newest knows that no record landed since -#}
     {#- with the seven commits before it, which cdc_landed_batches reads when the batches since the
         last run are among them (a following loader's build finds one to three): one read of
-        the log, not two (0.2 s of every build) -#}
+        the log, not two -#}
     {%- set bronze_commit = cdc_last_commit(bronze, recent=8) -%}
     {%- do result.update({'upstream': bronze_commit.id}) -%}
     {%- set recorded = result.recorded -%}
@@ -78,9 +78,8 @@
 
         routed as (
             {#- each (topic, ingest format) with its topic's longest matching pattern's format.
-                grouped is named once: named twice (its topics, then the rows joined to them),
-                the plan held two scans of bronze (an increment's routing query: 4.6 s, against
-                4.2 s so) -#}
+                grouped is named once, because named twice (its topics, then the rows joined to
+                them) the plan held two scans of bronze -#}
             select
                 grouped.topic,
                 grouped.format,
@@ -208,9 +207,7 @@
         table's first commit on) up to the commit `newest` (cdc_last_commit's), read from their
         commits' user metadata in bronze's log: a list of {'id', 'format', 'topics',
         'ingested_at'}, one per commit that landed records. So the parse routes a run's records
-        without a query over them, whose cost grows with the records (a 4M first build's: 6-9 s
-        in a fresh process, much of it the process's first scan of bronze, which the write then
-        pays instead; a 1% increment's build process: 61.9 s against 64.6 s).
+        without a query over them, whose cost grows with the records.
 
         None, for the caller to query the records instead, whenever the log cannot tell: more
         than `limit` commits to read; `since` not in the log as recorded (the table was created
@@ -280,8 +277,8 @@
         'record' is set to what this run should record: {'patterns': the patterns' version
         (cdc_topic_format_patterns_version), 'formats': topic -> its pattern's format}. A feed's
         next batch lands the same topics, and while the patterns are the same version, their
-        formats are taken from it: the query (2.3 s of a 4M increment's build process, most of it
-        the process's first read of the seed) is run only for topics new to it. At most
+        formats are taken from it: the query (in a fresh process, the first read of the seed)
+        is run only for topics new to it. At most
         `limit` topics are recorded: beyond, every run asks the query. -#}
     {%- set limit = 2000 -%}
     {%- set seeded = {} -%}

@@ -41,8 +41,7 @@ routed as (
 records_for_fast_parsers as (
 
     {#- every format a fast parser reads shares this one branch, so the new bronze records are
-        read once, not once per format (a 4M first build's parse node: 54-57 s with a read
-        per format, 50 s with one). A fast parser's branch takes the values that are not
+        read once, not once per format. A fast parser's branch takes the values that are not
         UTF-8 too, and quarantines them. #}
     select * from routed
     {%- set topics = _cdc_parser_topics(plan, fast_formats) %}
@@ -261,8 +260,8 @@ judged as (
     select
         {#- the record's own coordinates, topic:partition:offset:row_index: unique, readable (it
             names the Kafka record), and about half the characters of a sha256 in hex, which no
-            codec shrinks (at 4M the hex ids were 39% of silver's files, change_id 31% of the
-            history's). The last three fields are integers, so a topic that holds a colon cannot
+            codec shrinks and which made the ids a large part of silver's and the history's
+            files. The last three fields are integers, so a topic that holds a colon cannot
             make two ids equal. #}
         concat_ws(':', kafka_topic, kafka_partition, kafka_offset, row_index) as record_id,
         case
@@ -372,8 +371,7 @@ final as (
     {#- none written since a run took every placeholder: silver's newest commit is still the one
         that run recorded (silver's database property cdc.leftovers_taken, a metastore entry, no
         Delta commit). A build with nothing new then reads nothing of silver (the look below
-        was 2.4 s of a 4M lakehouse's build with nothing new: the process's first read of
-        silver's snapshot) -#}
+        would be the process's first read of silver's snapshot) -#}
     {%- set taken = cdc_database_property(this.schema, 'cdc.leftovers_taken') -%}
     {#- `written`: a first build's too (dbt's cache does not know the new table yet), so that
         the build with nothing new after it does not look again -#}

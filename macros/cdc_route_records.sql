@@ -11,9 +11,8 @@
     -#}
     {#- one `in` list of topics per format, not a map literal: Spark looks a key up in a map
         literal by comparing it with every key in turn, so each record cost a comparison per
-        topic (the bench's 50 topics: 4% of the samples of a warm 4M parse, which took 18.1-19.7 s
-        so against 18.7-19.6 s with the map), and it turns an `in` list of more than ten into a
-        hash set, whatever the number of topics -#}
+        topic, and it turns an `in` list of more than ten into a hash set, whatever the number
+        of topics -#}
     {%- set topics_of_format = {} -%}
     {%- for topic, fmt in (topic_formats or {}).items() -%}
         {%- do topics_of_format.setdefault(fmt, []).append(topic) -%}

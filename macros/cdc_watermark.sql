@@ -66,7 +66,7 @@
             'compacted': whether an OPTIMIZE came after the table's last write (below),
             'recent': the log's rows of the newest `recent` commits, newest first (a caller
                 that reads the commits before the newest asks for them here: `describe
-                history` takes as long with limit 8 as with limit 1, 0.17-0.25 s warm),
+                history` takes as long with limit 8 as with limit 1),
         }
         All none when the table does not exist (a compile before any build) or has no
         commit, and outside execution.
@@ -81,12 +81,11 @@
         Read once per invocation for a table other than the running model's own: a model reads
         the commits of tables upstream of it, whose nodes have finished (their commit is the
         one this invocation leaves), so the history and the table columns take silver's from
-        the memo (cdc_remember_commit), not from another `describe history` (0.2-0.3 s each).
+        the memo (cdc_remember_commit), not from another `describe history` (a Spark job each).
         A model's own table is always read: its own write may have moved it.
 
-        Delta answers `describe history` with a Spark job, 0.17-0.25 s warm; `lakehouse build`
-        answers it on the driver with the same rows in about 0.02 s
-        (ingestion/lakehouse/delta_history.py). A plain `dbt build` and the Thrift server run
+        Delta answers `describe history` with a Spark job; `lakehouse build` answers it on the
+        driver with the same rows, without one (ingestion/lakehouse/delta_history.py). A plain `dbt build` and the Thrift server run
         the statement.
 
         `written`: the running model wrote the table in this run, so it exists, though dbt's
@@ -178,7 +177,7 @@
 {% macro cdc_watermark_record_only(ingested_at) -%}
     {#- The table properties of a run that has nothing to change but its watermark (gold.cdc_table_columns,
         cdc_table_column_change): their commit (`alter table ... set tblproperties`) records the
-        watermark as every write does, for about 0.1 s. The property holds the watermark too,
+        watermark as every write does, without rewriting any file. The property holds the watermark too,
         which tells this commit from any other property set that a leftover setting of the
         session's commit metadata would mark (_cdc_sets_watermark). -#}
     {{ return({'cdc_lakehouse.watermark': ingested_at}) }}
@@ -297,9 +296,8 @@
         model reads up to it and records it, cdc_record_watermark), 'orders': none}; none
         outside execution. One pass over two columns of silver. None too when `changes` does
         not exist yet (a lint or compile before any build). Not the apply orders per table:
-        Spark sorts every change to take a string's min and max by group (4M changes: 2.1-2.7 s
-        warm against 0.45 s); the first increment reads them from the open versions instead
-        (cdc_stored_orders, about 0.9 s at 4M). -#}
+        Spark would sort every change to take a string's min and max by group; the first
+        increment reads them from the open versions instead (cdc_stored_orders). -#}
     {%- if not execute or adapter.get_relation(changes.database, changes.schema, changes.identifier) is none -%}
         {{ return(none) }}
     {%- endif -%}

@@ -2,9 +2,8 @@
     {#-
         dbt-spark's listing of a schema's relations for dbt's cache (`show table extended`),
         without the typed views of gold. `show table extended` fetches every relation's metadata
-        from the metastore one by one, and gold holds two typed views per source table: listing
-        the bench's gold (106 relations, 100 of them typed views) took 2.5 s as a build's first
-        look at it and 0.8-1.0 s after, six of them 0.05-0.13 s. dbt never needs those views in
+        from the metastore one by one, and gold holds two typed views per source table, so they
+        are most of what a listing of gold would fetch. dbt never needs those views in
         its cache: cdc_create_typed_views, which makes them, reads them itself and only when
         their definitions may have changed (cdc_typed_relations). A typed view is a view of
         gold whose name holds `__` (cdc_typed_view_name); dbt's own models are named cdc_*.

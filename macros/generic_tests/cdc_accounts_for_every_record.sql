@@ -31,8 +31,7 @@ matched as (
 
     {#- one full outer join, not an anti join each way: the two sides are sorted once, and
         by the offset first, whose 64-bit sort prefix differs between most records (a
-        topic's does not: the names begin alike). A 4M lakehouse's test, warm: 6.9-7.5 s
-        against 26.0-27.7 s (the two anti joins keyed by the offset first: 25.3-26.1 s) #}
+        topic's does not: the names begin alike), which makes the sort cheap #}
     select
         coalesce(records.topic, outcomes.topic) as topic,
         coalesce(records.partition, outcomes.partition) as partition,

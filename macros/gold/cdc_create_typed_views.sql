@@ -156,9 +156,7 @@
             last_event_time are their op and valid_from), read from the stored versions as that
             view reads them. Not through gold.cdc_current_state or gold.cdc_history: Spark
             resolves a view's relations at every create, and each view between them is a lookup
-            and a parse more, in the metastore, and an analysis of all the view holds (a 4M first
-            build's hundred views, cold: 5.4-5.5 s against 7.0-7.2 s in stop 38, 5.0-5.6 s
-            against 6.7-9.4 s in stop 72; bench/JOURNAL.md) -#}
+            and a parse more, in the metastore, and an analysis of all the view holds -#}
         {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name, current_sql,
             'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_history (its current versions: gold.cdc_current_state)')) -%}
@@ -206,8 +204,7 @@
         {%- endif -%}
     {%- endfor -%}
     {#- the views in SQL scripts (Spark's begin ... end), so dbt sends one statement per hundred
-        views, not one per view: a 4M first build's node took 8.6 s with a statement per view,
-        7.2 s so. A hundred at most, so that a script stays a few megabytes for Spark's parser
+        views, not one per view, saving a round trip each. A hundred at most, so that a script stays a few megabytes for Spark's parser
         and the Thrift server's messages, however many tables there are -#}
     {%- for script in views | batch(100) -%}
         {%- if script | length == 1 -%}
@@ -269,7 +266,7 @@
         what gold holds under that name (cdc_typed_relations), none when nothing. A relation
         whose kind changes is dropped first. A view's create statement is appended to `views`,
         for the caller to run, unless the view's comment shows the same digest (an unchanged
-        view is not re-created: a hundred views of fifty tables cost seconds); a table is
+        view is not re-created, since each create is a metastore write); a table is
         created here, at every build (it holds the rows, not a definition).
     -#}
     {%- set name = relation.name -%}

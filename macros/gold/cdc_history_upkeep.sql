@@ -13,9 +13,8 @@
 
     Compaction. Every increment adds a file to each partition it writes, and a MERGE (the
     settling's, a late change's) and every read of gold.cdc_history go through every file of
-    the open partitions: a loader that builds every minute would pile up small files all day
-    (a 4M history's MERGE, warm, took 8.0 s with its open versions in 600 files against 6.3 s
-    in 16). So every `cdc_history_compact_every` writes (the var, 100 by default), the build
+    the open partitions: a loader that builds every minute would pile up small files all day,
+    each one slowing every MERGE and read after it. So every `cdc_history_compact_every` writes (the var, 100 by default), the build
     compacts the table after its write: one OPTIMIZE that packs the small files and drops the
     rows the MERGEs marked deleted.
 
@@ -23,9 +22,9 @@
     adds itself to the count its last write recorded, from 0 again when an OPTIMIZE came after
     that write (cdc_last_commit passes over it, and says so).
 
-    Not Delta's auto compaction (`delta.autoOptimize.autoCompact`): tried on a 4M lakehouse, it
-    compacted the open partitions and silver after every write once it had started (30-75 MB
-    rewritten each time), and a following loader's increments went from 15-17 s to 24-26 s.
+    Not Delta's auto compaction (`delta.autoOptimize.autoCompact`): once it starts, it compacts
+    the open partitions and silver again after every write, rewriting tens of MB each time and
+    slowing every increment of a following loader.
 
     Silver's compaction, and what the two share, are in macros/utils/cdc_compaction.sql.
 #}
@@ -50,7 +49,7 @@
         128 MB (cdc_optimize_files), and every file with more than 5% of its rows marked deleted
         (Delta's maxDeletedRowsRatio: the open partitions' files, where each MERGE leaves the
         versions it closed and the closers it deleted) is written again without them. A first
-        build's files (about 30 MB each at 4M changes) are otherwise left as they are. A VACUUM
+        build's files, already large, are otherwise left as they are. A VACUUM
         follows with cdc_vacuum_after_compaction. Run after cdc_forget_watermark: the commits
         record nothing of their own.
     -#}
@@ -160,8 +159,7 @@
         with a row that no closer has ended, as gold.cdc_history's is_current says. Read
         without the view: gold.cdc_current_state and the typed current-rows views ask only for
         these, and through the view Spark analyses its closed branch too, at every view it
-        creates (the hundred typed views of a 4M first build, cold: 5.0-5.6 s against
-        6.7-9.4 s; bench/JOURNAL.md, stop 72).
+        creates.
     -#}
     {%- set key = ['source_database', 'source_schema', 'source_table', 'pk'] %}
     select *, 1 as copy_number from ({{ cdc_history_pending_ends(versions) }}) as open_versions

@@ -73,8 +73,7 @@ image_columns as (
 
     {#- `outer`, and the shapes without columns dropped after it: for a plain posexplode Spark
         infers a filter (the array is not empty) and pushes it below the grouping into the scan,
-        where it parsed the shape of every change, not of every distinct shape (4M changes,
-        warm: 11.0 s with it, 3.3 s without) #}
+        where it parsed the shape of every change, not of every distinct shape #}
     select
         change_shapes.source_format,
         change_shapes.source_database,
@@ -182,11 +181,10 @@ select * from final
         change in the table, asked at compile time: 'none', 'columns' or 'types'.
 
         'none': every column is known, and for each the rows differ from the stored one in its
-        newest order and ingest time only (the common case: a 1% increment at 4M changes brings
-        no new column and no new type). The table is then left as it is; a commit of a table
-        property records the watermark (cdc_record_watermark): about 0.1 s against 2.2 s for the
-        MERGE (this question is the MERGE's source query, about 1 s), and the typed columns' key
-        stays (cdc_typed_specs_key). So a stored row's
+        newest order and ingest time only (the common case: an increment seldom brings a new
+        column or a new type). The table is then left as it is; a commit of a table property,
+        far cheaper than the MERGE, records the watermark (cdc_record_watermark), and the typed
+        columns' key stays (cdc_typed_specs_key). So a stored row's
         last_seen_order and last_ingested_at may be older than its newest change, never its type.
 
         'columns': some column is new, and no known column's type, previous type, first order,

@@ -1,8 +1,8 @@
 {#
     A Delta table that is re-created only when its SQL changed. gold.cdc_typed_columns selects
     from an inline table of literals (the decided types), so the same SQL gives the same rows:
-    while no column or type changed, rewriting it is a Delta commit (about a second, warm) that
-    every build, increments included, paid for nothing. The table remembers a digest of the SQL
+    while no column or type changed, rewriting it is a Delta commit that every build,
+    increments included, would pay for nothing. The table remembers a digest of the SQL
     it was created from (table property cdc.sql_digest); `--full-refresh` re-creates it anyway.
     Hooks run either way (the typed views' post-hook decides for each view itself).
 

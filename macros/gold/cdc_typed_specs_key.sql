@@ -4,7 +4,7 @@
     the cdc_column_type_overrides seed and this project's code; the views from the specs. So
     while none of the three changed since the last build that created the views, they are still
     those views, and the spec query (the first read of a table's data in a build with nothing
-    new, 1.9-3.6 s of such a 4M build as a process, cold) has nothing to tell.
+    new) has nothing to tell.
 #}
 
 {% macro cdc_typed_specs_key() -%}

@@ -1,11 +1,8 @@
 {#
     Compaction of the tables a build writes a little to every time. An increment appends a file
     or a few to silver.cdc_parsed (one per partition it writes) and a few to
-    gold.cdc_history_versions: a loader that builds every minute leaves a thousand small files a day.
-    Every read of silver then plans over them all, and a scan reads them all: a copy of a 4M
-    lakehouse's silver, warm, with 1,000 files of 40 changes appended to its 31, read its newest
-    changes in 0.41-0.47 s against 0.22-0.27 s, scanned its op column in 1.16-1.22 s against
-    0.34-0.36 s, and counted its tables in 1.61-1.93 s against 0.60-0.68 s.
+    gold.cdc_history_versions: a loader that builds every minute leaves a thousand small files a day,
+    and every later read plans over them all and every scan opens them all.
 
     So each table counts its writes since it was last compacted in the watermark each write
     records (no query), and compacts after so many (a var per table, 100 by default; 0: never).
@@ -31,18 +28,15 @@
 
 {% macro cdc_optimize_files(relation) -%}
     {#- One OPTIMIZE of `relation` with the session's settings for it, put back after: files
-        under 16 MB are packed into files of up to 128 MB. A first build's files (about 30 MB
-        each at 4M changes) are left as they are.
+        under 16 MB are packed into files of up to 128 MB, so a first build's already large
+        files are left as they are.
 
         Then one VACUUM when the var cdc_vacuum_after_compaction is true (false by default).
-        The files the compactions replaced stay on disk for time travel, and a following
-        loader's history compaction replaces its open partitions' files, some hundred MB at 4M
-        changes, 14 times a day at a build a minute. The VACUUM deletes those that Delta's
-        retention has let go (the table's delta.deletedFileRetentionDuration, 7 days by
-        default). Not by default: it lists every file of the table and compares them with the
-        log, 15-28 s for the 4M lakehouse's history or silver even with nothing to delete (the
-        log-only `VACUUM ... LITE`, 2-10 s, fails once the log no longer holds every commit
-        since the last VACUUM: Delta drops log entries after 30 days). -#}
+        The files the compactions replaced stay on disk for time travel; the VACUUM deletes
+        those that Delta's retention has let go (the table's delta.deletedFileRetentionDuration,
+        7 days by default). Not by default, because it lists every file of the table even with
+        nothing to delete (the log-only `VACUUM ... LITE` fails once the log no longer holds
+        every commit since the last VACUUM: Delta drops log entries after 30 days). -#}
     {%- set sizes = {'minFileSize': 16 * 1024 * 1024, 'maxFileSize': 128 * 1024 * 1024} -%}
     {%- for name, size in sizes.items() -%}
         {%- do run_query('set spark.databricks.delta.optimize.' ~ name ~ ' = ' ~ size) -%}

@@ -18,8 +18,8 @@
 {% macro cdc_jvm_functions(portable=false) -%}
     {#- True when the marking runs as the project's JVM functions (jvm/functions: the
         `cdc_lakehouse` function catalog every session of the lakehouse is configured with)
-        rather than as the regular expressions below, which give the same text about six times
-        slower. The `cdc_jvm_functions` var (default true) turns them off for a Spark that
+        rather than as the regular expressions below, which give the same text much more
+        slowly. The `cdc_jvm_functions` var (default true) turns them off for a Spark that
         lacks the jar; `portable` SQL (the bodies of the typed gold views, which any Spark
         reading the metastore may query) always takes the regular expressions. -#}
     {{ return(not portable and var('cdc_jvm_functions', true) not in (false, 'false')) }}
@@ -35,8 +35,8 @@
         replace: it takes three passes instead. 1: strings are followed by two \u0001, bare
         tokens wrapped in \u0001; 2: the doubled \u0001 after strings is dropped; 3: wrapped
         tokens become marked strings. Raw control characters cannot occur in valid JSON, so
-        \u0001 is a safe sentinel. Both give the same text (checked on a million bench messages);
-        the single pass marks them in a fifth to a third less time.
+        \u0001 is a safe sentinel. Both give the same text; the single pass is cheaper, so it is
+        taken wherever it is safe.
     -#}
     {%- if cdc_jvm_functions(portable) %}
     {#- JsonMarks.mark gives this very text, but for invalid JSON in a message that holds

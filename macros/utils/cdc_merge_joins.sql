@@ -7,12 +7,10 @@
     partition (every key's latest version, with its row image: each file holds every key),
     sorted to meet a source of a few thousand ended versions and closers.
 
-    A hash join instead of the sort, when Spark's adaptive execution finds every shuffled
-    partition of the side it builds from under 64 MB (so a history too large for that keeps the
-    sort-merge join, and the task's memory is bounded): a 4M history's 1% increment MERGE,
-    warm, one session, the table restored between rounds, alternating: 9.93 s on average
-    against 10.72 s, and its rewrite phase 4.58 s against 5.76 s (five pairs; the hash join
-    faster in each).
+    So the MERGE hashes instead of sorting, when Spark's adaptive execution finds every shuffled
+    partition of the side it builds from under 64 MB: a small source then needs no sort of the
+    large side, and a history too large for that keeps the sort-merge join, so a task's memory
+    stays bounded.
 #}
 
 {% macro cdc_merge_by_hash_join() -%}

@@ -2,10 +2,9 @@
     {#-
         Placed in an incremental model's SQL when the model knows at compile time that its run
         has nothing to write (no record or change newer than its watermark): the run skips its
-        INSERT or MERGE (dbt_spark_get_incremental_sql below). Spark would otherwise plan the
-        model's whole query and Delta run its MERGE's jobs for an empty source: about 1 s for
-        silver's append and 2.3 s for the history's MERGE in a build with nothing new at 4M
-        changes. Such a write commits nothing anyway, so the table is the same either way. The
+        INSERT or MERGE (dbt_spark_get_incremental_sql below), because Spark would otherwise plan
+        the model's whole query and Delta run its MERGE's jobs for an empty source. Such a write
+        commits nothing anyway, so the table is the same either way. The
         temporary view of the model's query is still created, so that a new column of the
         model reaches the table (on_schema_change) with or without new rows. A comment, so the
         model's query is unchanged.

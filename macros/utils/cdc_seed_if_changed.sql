@@ -151,8 +151,8 @@
         A seed is a view of its rows: its CSV's cells as literals in the view's text, with the
         checksum of the file (cdc.seed_checksum) among its properties. Its rows are a few
         hundred at most, read by every parse and typed-column query: a Delta table costs a
-        write and a commit to load (four seeds: 3.6 s of a 4M first build's process) and a
-        snapshot to read; a view is one metastore entry, and Spark reads its rows from the plan.
+        write and a commit to load and a snapshot to read; a view is one metastore entry, and
+        Spark reads its rows from the plan.
         While the checksum is the file's, the view is left as it is; `--full-refresh` creates
         it again. A CSV whose view text would be longer than the metastore keeps
         (cdc_view_text_limit) is loaded as a Delta table, as dbt-spark loads seeds (with this

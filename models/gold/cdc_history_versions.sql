@@ -17,7 +17,8 @@
     the stored versions from its first new change on and the one just before are recomputed,
     and only those whose end moved are MERGEd (with the new ones).
 
-    Appending instead of MERGEing each in-order increment: bench/JOURNAL.md, stop 70.
+    In-order increments append rather than MERGE because a MERGE rewrites every touched file of
+    the open partition, and each of those files holds every key.
 #}
 
 {#-
@@ -154,8 +155,8 @@
 
 {% if increment is not none and increment.changes == 0 -%}
 {#- nothing new: no MERGE runs (cdc_nothing_to_write), and its source, empty, is the table's
-    own columns: Spark analyses this for the MERGE's temporary view, not the query below (0.64 s
-    of a build with nothing new at 4M changes, 0.33 s through the Thrift server) #}
+    own columns: Spark analyses this for the MERGE's temporary view, which is cheaper than
+    analysing the query below #}
 select * from {{ this }}
 where false
 {{ cdc_nothing_to_write() }}
@@ -401,9 +402,8 @@ versions_by_key as (
         order within it. key_hash leads the window's partitioning, so the sort before it
         compares a 64-bit prefix that differs between keys. Led by the key's strings (one
         database, then a table, then pk texts that all begin alike), the prefix told almost no
-        two rows apart, and each comparison went on to the strings. The same groups and order:
-        a 4M first build's history query, warm, to Spark's noop sink, 9.6-10.7 s against
-        10.7-13.1 s, the same rows #}
+        two rows apart, and each comparison went on to the strings. The groups and the order
+        are the same either way #}
     select
         *,
         xxhash64(source_database, source_schema, source_table, pk) as key_hash
@@ -419,8 +419,7 @@ intervals as (
         descending; a stored copy after a new one of the same ingestion), so the copy kept is
         the one whose next row is another apply order, and that row's event time ends it (the
         copies of one change carry one event time). One window pass, not a row_number to drop
-        the copies and then a lead: a 4M first build's history query, warm, 12.0-12.1 s against
-        14.1-14.4 s, the same rows #}
+        the copies and then a lead, which would sort the rows twice for the same result #}
     select *
     from (
         select

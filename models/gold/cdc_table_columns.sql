@@ -6,9 +6,8 @@
     cdc_table_column_rows (macros/gold/cdc_table_column_rows.sql), which an increment runs
     first to ask what it would change (cdc_table_column_change): usually nothing but each
     column's newest order, and then the table is left as it is and only the watermark is
-    committed (a table property, about 0.1 s against 2.2 s for the MERGE; the question itself
-    is the MERGE's source query, about 1 s), which also leaves the typed columns and their
-    views unread (cdc_typed_specs_key: 1.4-1.8 s of every increment before).
+    committed (a table property, far cheaper than the MERGE, whose source query is the question
+    itself), which also leaves the typed columns and their views unread (cdc_typed_specs_key).
 
     The type comes from the newest change in which the column has a value: formats that type
     each value rather than each column (OMS Avro's precision, scale and charset sit in the
@@ -58,8 +57,8 @@
 {% if unchanged or change == 'none' -%}
 {#- nothing new, or nothing to change: no MERGE runs (cdc_nothing_to_write; with nothing to
     change, the property commit runs instead), and its source, empty, is the table's own
-    columns: Spark analyses this for the MERGE's temporary view, not the query below (0.22 s
-    of a build with nothing new at 4M changes) #}
+    columns: Spark analyses this for the MERGE's temporary view, which is cheaper than
+    analysing the query below #}
 select * from {{ this }}
 where false
 {{ cdc_nothing_to_write() }}

@@ -53,9 +53,8 @@
 {%- if plan.none_new and code is not none and plan.code == code %}
 {#- nothing new, and the table's last write ran this code, so the table has this code's
     columns: the temporary view dbt creates for the write (which on_schema_change compares with
-    the table) needs no more than the table's own. Spark analysed the whole parse for it, 0.94 s
-    of a 4M build with nothing new; after an upgrade it still does, until a write records the
-    new code #}
+    the table) needs no more than the table's own, so Spark need not analyse the whole parse
+    for it. After an upgrade it still does, until a write records the new code #}
 select * from {{ this }}
 where false
 {{ cdc_nothing_to_write() }}
