@@ -85,8 +85,8 @@
         A model's own table is always read: its own write may have moved it.
 
         Delta answers `describe history` with a Spark job; `lakehouse build` answers it on the
-        driver with the same rows, without one (ingestion/lakehouse/delta_history.py). A plain `dbt build` and the Thrift server run
-        the statement.
+        driver with the same rows, without one (ingestion/lakehouse/delta_history.py). A plain
+        `dbt build` and the Thrift server run the statement.
 
         `written`: the running model wrote the table in this run, so it exists, though dbt's
         cache learns of a table the run created only when the node ends (a first build's
@@ -177,9 +177,9 @@
 {% macro cdc_watermark_record_only(ingested_at) -%}
     {#- The table properties of a run that has nothing to change but its watermark (gold.cdc_table_columns,
         cdc_table_column_change): their commit (`alter table ... set tblproperties`) records the
-        watermark as every write does, without rewriting any file. The property holds the watermark too,
-        which tells this commit from any other property set that a leftover setting of the
-        session's commit metadata would mark (_cdc_sets_watermark). -#}
+        watermark as every write does, without rewriting any file. The property holds the
+        watermark too, which tells this commit from any other property set that a leftover
+        setting of the session's commit metadata would mark (_cdc_sets_watermark). -#}
     {{ return({'cdc_lakehouse.watermark': ingested_at}) }}
 {%- endmacro %}
 

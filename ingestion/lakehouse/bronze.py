@@ -220,8 +220,8 @@ def read_ahead(spark: SparkSession) -> None:
     """Read bronze's newest snapshot now (its files and their statistics), while nothing waits.
 
     Why: the first query over a Delta table after a commit rebuilds the snapshot's state before
-    it can skip a file, in Spark jobs of their own; in the following loader's 1% build at 4M
-    changes that was 0.4-0.6 s of the parse's insert, at every build. A following loader
+    it can skip a file, in Spark jobs of their own, which the parse's insert would otherwise
+    wait for at every build. A following loader
     between a batch and its next build has the time to pay it (``_Builds.idle``). The filter
     keeps no file (every record was stamped before now), so the query reads no record.
     """
@@ -411,10 +411,8 @@ def _append_new(
     MERGE's anti join only costs time. That is the first batch of every new lakehouse, and
     every later batch of a feed that lands each offset once (the next micro-batch of a few
     Kafka topics, the next dump of a kcat run). The first MERGE of a process costs most
-    (Delta's MERGE and its join are code a cold JVM compiles first): ``lakehouse ingest
-    --from-file`` of eleven new records took 14.8-16.0 s as a process, 13.9 s appended; in a
-    warm session the look at bronze takes about what the append saves. 1M records from the
-    local broker took 13-16 s to MERGE into the empty table and 10-11 s to append.
+    (Delta's MERGE and its join are code a cold JVM compiles first), and a large first batch
+    pays the anti join for nothing.
 
     A plain append would be blind: two loaders landing the same offsets at once would both
     commit them. This one is a Delta transaction that reads the whole table

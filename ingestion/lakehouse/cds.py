@@ -3,9 +3,8 @@
 Why: a Spark driver loads and verifies thousands of classes (Spark, Delta, Hive, Parquet,
 the code paths of dbt's statements) before and while it runs its first queries, on each start:
 every ``lakehouse build``, ``ingest``, ``sql``. A dynamic CDS archive (about 220 MB) holds
-them already parsed and verified, and the JVM maps it at start. A 4M-change first build
-reached its first model 5.4 s sooner with it; ``lakehouse sql "select 1"`` took 3.4 s against
-5.0 s (bench/JOURNAL.md, stop 33).
+them already parsed and verified, and the JVM maps it at start, so every command reaches its
+first query sooner.
 
 ``make setup`` writes the archive (``python -m lakehouse.cds``) by running a small build over
 ``samples/`` in a throw-away lakehouse, whose JVM dumps the classes it loaded as it exits

@@ -68,10 +68,10 @@ def _serving_derby(root: Path) -> tuple[str, int] | None:
 def _derby_busy(command: str, *, server_asked: bool = False) -> bool:
     """Whether another process holds this lakehouse's Derby metastore; if so, say what to do.
 
-    Asked before ``command`` starts a Spark driver, which Derby would refuse only after some
-    45 s of retries and tens of thousands of lines of stack traces. A running ``lakehouse
-    serve`` is said at once (``server_asked``: the caller has just found none); another holder
-    is given a few seconds to let go (an ending process).
+    Asked before ``command`` starts a Spark driver, which Derby would refuse only after the
+    metastore client's many retries and tens of thousands of lines of stack traces. A running
+    ``lakehouse serve`` is said at once (``server_asked``: the caller has just found none);
+    another holder is given a few seconds to let go (an ending process).
     """
     from lakehouse.session import derby_busy
 

@@ -2,14 +2,14 @@
 through LAKEHOUSE_SPARK_MASTER): dbt in this process, the Spark session started beside it.
 
 Why: dbt's ``session`` method starts the Spark driver at its first statement, after Python
-has imported dbt, registered the adapter and read the project (2-3 s on a small machine), and
-the driver then takes about as long again to start and open the metastore. Nothing in the
+has imported dbt, registered the adapter and read the project, and the driver then takes
+about as long again to start and open the metastore. Nothing in the
 one needs the other: here a thread starts the session of :mod:`lakehouse.session` (the
 profile's settings, kept equal by tests/python/test_profile.py) and opens the metastore while
 dbt starts in the main thread; dbt's session method then gets the running session
 (``SparkSession.builder.getOrCreate``). Every build process, the first as much as one with
-nothing new, reaches its first model sooner: 1.3 s in stop 34's measurements (bench/JOURNAL.md),
-not all of dbt's start, since the JVM's own start keeps both cores of a small machine busy.
+nothing new, reaches its first model sooner, though by less than all of dbt's start, since
+the JVM's own start keeps both cores of a small machine busy.
 
 Other targets (``--target thrift``, ``DBT_TARGET``) have no session to start: the caller runs
 dbt as a command of its own for them, as before.
@@ -70,7 +70,7 @@ def run_dbt_here(dbt_args: list[str], project_dir: Path) -> int:
     os.chdir(project_dir)
     starter = threading.Thread(target=_start_session, name="lakehouse-spark-start", daemon=True)
     starter.start()
-    # after the start: it imports dbt-spark's adapter (0.7 s), which dbt's start would import anyway
+    # after the start: it imports dbt-spark's adapter, which dbt's start would import anyway
     reuse_running_session()
     from dbt.cli.exceptions import DbtUsageException
     from dbt.cli.main import dbtRunner
@@ -91,13 +91,13 @@ def reuse_running_session() -> None:
 
     Why: dbt-spark's ``Cursor.execute`` asks ``SparkSession.builder`` for the session at every
     statement, with the profile's 56 ``server_side_parameters``, and getting an existing session
-    so applies each runtime setting to it again (a Java map built entry by entry over py4j):
-    11-14 ms a statement against under 3 ms for the statement itself, in a build of a hundred
-    or so statements and a data test run of as many. The session this process runs was started
-    with those very settings (:mod:`lakehouse.session`; tests/python/test_profile.py keeps the
-    profile's equal to them), so they are there already. Until a session runs (dbt's first
-    statement may come before the thread of :func:`run_dbt_here` has started it), and for a
-    statement with parameters, dbt-spark's own ``execute`` runs. A plain ``dbt build`` keeps it
+    so applies each runtime setting to it again (a Java map built entry by entry over py4j),
+    which costs more than most statements themselves, at every one of a build's hundred or so.
+    The session this process runs was started with those very settings (:mod:`lakehouse.session`;
+    tests/python/test_profile.py keeps the profile's equal to them), so they are there already.
+    Until a session runs (dbt's first statement may come before the thread of
+    :func:`run_dbt_here` has started it), and for a statement with parameters, dbt-spark's own
+    ``execute`` runs. A plain ``dbt build`` keeps it
     throughout. Done once per process.
 
     A ``describe history <table> limit <n>`` (a model's read of a table's newest commits) is
@@ -182,10 +182,8 @@ def with_threads(dbt_args: list[str]) -> list[str]:
 
     Why two: an increment's history and table columns depend on silver alone, and each is a
     few small Spark jobs with as much time again in the driver (planning, Delta's log, the
-    metastore); beside each other a 1% build at 4M changes, warm in a process that built before
-    (as a following loader's), took 7.3-9.1 s against 8.6-11.0 s in one thread, and a first
-    build 109.3 s against 114.2 s
-    (bench/JOURNAL.md, stop 71). Each thread runs in a session of its own
+    metastore), so two of them side by side keep both cores of a small machine busy where one
+    thread leaves one idle. Each thread runs in a session of its own
     (:func:`session_of_this_thread`), or through the Thrift server in a connection of its own.
     """
     if not dbt_args or dbt_args[0] not in ("build", "run"):

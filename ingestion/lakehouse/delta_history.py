@@ -4,9 +4,9 @@ Why: the models read the newest commits of the tables they depend on at compile 
 what is new since their last run (``cdc_last_commit``, macros/cdc_watermark.sql): four to six
 ``describe history`` statements in a build, most of them one after the other on its longest
 path. Delta answers each with a Spark job over the commit files and a local relation of the
-rows, 0.17-0.25 s on a small machine, in a following loader's 1% increment of about 9 s. The
-JVM side (``cdc.lakehouse.DeltaCommits``, jvm/functions) reads the same commit files on the
-driver with Delta's own classes and gives the rows Delta's encoder writes, in about 0.02 s.
+rows, a noticeable share of a small increment. The JVM side (``cdc.lakehouse.DeltaCommits``,
+jvm/functions) reads the same commit files on the driver with Delta's own classes and gives the
+rows Delta's encoder writes, without a job.
 
 dbt's statements take this path in ``lakehouse build`` (the cursor of
 :func:`lakehouse.dbt_session.reuse_running_session`); a plain ``dbt build``, the Thrift server

@@ -65,14 +65,14 @@ _SPARK_MANAGED = {
 CONNECT_TIMEOUT_S = 30
 
 #: Consumer settings the loader uses unless ``--kafka-option`` / ``--kafka-config`` say otherwise.
-#: Spark's consumer reads one partition per task and waits for each fetch in turn; with Kafka's
-#: 1 MB per partition and fetch, landing 1M records of 550 bytes took 15 s of waiting for the
-#: local broker alone, with 4 MB 3 s. ``receive.buffer.bytes=-1``: the OS' (auto-tuned) socket
-#: buffer instead of 64 KB, which caps every fetch on a link with any latency.
+#: Spark's consumer reads one partition per task and waits for each fetch in turn, so Kafka's
+#: 1 MB per partition and fetch makes a large landing mostly waiting: 4 MB here.
+#: ``receive.buffer.bytes=-1``: the OS' (auto-tuned) socket buffer instead of 64 KB, which caps
+#: every fetch on a link with any latency.
 #: ``fetch.max.wait.ms=10``: a task reads a known offset range and its last fetch reaches the end
 #: of the partition, where the broker holds the request for new data up to this long (500 ms by
-#: default): fifty topic partitions cost 12 s of such waits per micro-batch on two cores,
-#: against 0.25 s; Spark's source never long-polls for new records, it plans them by offset.
+#: default), a wait per topic partition and micro-batch that adds up with many partitions on
+#: few cores; Spark's source never long-polls for new records, it plans them by offset.
 CONSUMER_DEFAULTS = {
     "max.partition.fetch.bytes": str(4 * 1024 * 1024),
     "receive.buffer.bytes": "-1",
@@ -530,17 +530,17 @@ class _Builds:
     session, between its progress reports, while the stream lands in the background.
 
     Why in this process: a trickle built by a `lakehouse build` of its own pays a JVM, Spark
-    and dbt start (about 8 s with nothing to do) and a cold JIT every time, and with Derby, the
-    embedded metastore, it cannot even start while the loader holds the metastore. The first
+    and dbt start and a cold JIT every time, and with Derby, the embedded metastore, it cannot
+    even start while the loader holds the metastore. The first
     build runs one interval after the start, whatever landed (records landed before the start
     may be waiting); later ones only when records landed since the last build.
 
     With ``tests`` (``--test-every``) the builds leave the data tests out and ``tests`` runs
     them after a build that passed, at most every ``test_every`` seconds: the data tests check
-    whole tables (at 4M changes a `dbt test` took 102 s, the models' increment 19 s), so a
-    loader that ran them in every build of a trickle would spend its minutes re-checking what
-    no build changed. The first tests run right after the first build that passes; later ones
-    once a build has passed since, even when no record has landed for a while.
+    whole tables and cost several times an increment's build, so a loader that ran them in
+    every build of a trickle would spend its minutes re-checking what no build changed. The
+    first tests run right after the first build that passes; later ones once a build has passed
+    since, even when no record has landed for a while.
     """
 
     def __init__(self, build: Callable[[], int], every: float, totals: _Totals,
@@ -657,7 +657,7 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
     _progress(f"starting Spark (LAKEHOUSE_DIR={lakehouse_dir()})")
     spark = get_spark("lakehouse-ingest-kafka")
     # Delta rebuilds its snapshot after every commit, by default in 50 tasks: on a small
-    # machine that alone took seconds per micro-batch. Size it to the cores we have.
+    # machine that alone is a noticeable cost per micro-batch. Size it to the cores we have.
     spark.conf.set(
         "spark.databricks.delta.snapshotPartitions",
         str(max(2, spark.sparkContext.defaultParallelism)),

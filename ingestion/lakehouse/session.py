@@ -59,9 +59,7 @@ def metastore_driver(url: str) -> str:
 
 #: Columns written without Parquet dictionary encoding: every value distinct or nearly (raw
 #: messages, row images, keys, orders, ids), so the writer fills a dictionary page per column
-#: chunk only to drop it. The 1M versions of gold.cdc_history (a first build's) were written
-#: again, warm, in 4.4-5.1 s without their dictionaries against 5.9-6.0 s with, in files of
-#: the same size (bench/JOURNAL.md, stop 25).
+#: chunk only to drop it, which slows every write for files no smaller.
 #: Parquet's per-column setting (parquet.enable.dictionary#<column>) matches by name, in any
 #: table; the few tables with a low-cardinality column of one of these names are small.
 NO_DICTIONARY_COLUMNS = (
@@ -73,12 +71,12 @@ NO_DICTIONARY_COLUMNS = (
 )
 
 #: Columns written without Parquet min/max statistics: long text no reader filters by (row
-#: images, raw messages) and ids matched by joins, not ranges. Parquet otherwise compares every
-#: value with its page's and row group's bounds. With these, Parquet's size statistics off and
-#: timestamps as INT64 (not the legacy INT96, whose 12-byte values went through a dictionary of
-#: byte arrays), the 4M first build's parse wrote silver, warm, in 24.0 s against 26.4 s
-#: (bench/JOURNAL.md, stop 33). Delta keeps its own statistics for file skipping (each model's
-#: delta.dataSkippingStatsColumns); the key and order columns keep Parquet's for row groups.
+#: images, raw messages) and ids matched by joins, not ranges, whose every value Parquet would
+#: otherwise compare with its page's and row group's bounds for nothing. For the same reason
+#: Parquet's size statistics are off and timestamps are INT64, not the legacy INT96, whose
+#: 12-byte values go through a dictionary of byte arrays. Delta keeps its own statistics for
+#: file skipping (each model's delta.dataSkippingStatsColumns); the key and order columns keep
+#: Parquet's for row groups.
 NO_STATISTICS_COLUMNS = (
     "before_image", "after_image", "raw_value", "raw_value_base64",  # silver
     "record_id", "change_id", "version_id", "row",  # silver and gold
@@ -87,12 +85,10 @@ NO_STATISTICS_COLUMNS = (
 
 #: The JIT's thresholds for its optimising compiler (C2), forty times HotSpot's: a method is
 #: compiled by C2 after 200,000 calls or 1.6M loop iterations, and runs as C1's quick code
-#: until then. Our processes are short (an ingest, a build): in a fresh 1M-record Kafka
-#: ingest the JVM's compiler threads used 16.5 s of CPU against the tasks' 7.2 s, mostly on
-#: start-up code (metastore, Delta, the planner) that runs a few thousand times. With these,
-#: that ingest took 18.5-18.9 s against 20.4-22.1 s, 4M 41.4 s against 43.0-46.6 s, and a 4M
-#: first build 112 s against 115-121 s; ten times HotSpot's did about as well, a hundred and
-#: sixty times or C1 alone (166 s) worse: the rows' hot loops do need C2 (bench/JOURNAL.md, stop 37).
+#: until then. Our processes are short (an ingest, a build), and with HotSpot's thresholds the
+#: JVM's compiler threads spend more CPU than the tasks, mostly on start-up code (metastore,
+#: Delta, the planner) that runs a few thousand times. Far higher thresholds, or C1 alone, are
+#: worse: the rows' hot loops do need C2.
 JIT_OPTIONS = (
     "-XX:Tier4InvocationThreshold=200000 -XX:Tier4MinInvocationThreshold=80000 "
     "-XX:Tier4CompileThreshold=240000 -XX:Tier4BackEdgeThreshold=1600000"
@@ -107,7 +103,7 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
     return {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", "local[*]"),
         # 2800m of heap keeps the whole driver process (heap, metaspace, code cache, buffers) under
-        # 4 GiB resident: a first build of 4M changes peaked at 4.9 GiB with 4g, 3.96 GiB with 3g.
+        # 4 GiB resident, even in a large first build, where a 4g heap let it grow past that.
         "spark.driver.memory": os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "2800m"),
         # A JVM classpath wildcard: the profile can name the same folder without listing jars.
         "spark.driver.extraClassPath": f"{SPARK_JARS_DIR}/*",
@@ -142,8 +138,8 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         "spark.hadoop.datanucleus.autoStartMechanism": "None" if derby else "MetaData",
         "spark.hadoop.datanucleus.autoStartMetaDataFiles": "package.jdo",
         # The class archive (lakehouse.cds), then the throughput collector: on two cores G1's
-        # concurrent threads take CPU from the tasks; the 1M-change parse query ran 9-18% faster
-        # with it, cold and warm (bench/JOURNAL.md, stops 19 and 33). Then the JIT's thresholds (JIT_OPTIONS).
+        # concurrent threads take CPU from the tasks, which the parallel collector leaves to
+        # them. Then the JIT's thresholds (JIT_OPTIONS).
         "spark.driver.extraJavaOptions": (
             f"{cds.java_options()} -XX:+UseParallelGC {JIT_OPTIONS} -Dderby.system.home={root} "
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"
@@ -153,14 +149,14 @@ def spark_conf(root: Path | None = None) -> dict[str, str]:
         # memory; adaptive execution coalesces them to one or two for small data.
         "spark.sql.shuffle.partitions": "16",
         # One bronze file (bronze.RECORDS_PER_FILE, about 25 MB) or silver file per task: with the
-        # default 128 MB Spark packs five into one, and a 4M first build's parse ran as six tasks
-        # on two cores, one core idle for the last 8 s (34.6 s against 40.7 s; bench/JOURNAL.md, stop 32).
+        # default 128 MB Spark packs five into one, and a parse of few such tasks on two cores
+        # leaves one core idle while the last task runs.
         "spark.sql.files.maxPartitionBytes": "32m",
         "spark.sql.ansi.enabled": "false",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         # Delta rebuilds a table's snapshot after each commit in `snapshotPartitions` tasks (50 by
-        # default): on a small machine that alone cost seconds per model and per data test.
+        # default): on a small machine that alone is a noticeable cost per model and data test.
         # Optimized writes add a shuffle to every write; the models write few, large files anyway.
         "spark.databricks.delta.optimizeWrite.enabled": "false",
         "spark.databricks.delta.snapshotPartitions": "2",
@@ -222,9 +218,9 @@ def _jvm_running() -> bool:
 
 
 #: How long a metastore found open is watched for its release before it counts as busy. A
-#: driver's JVM stops after the Python process that started it has returned: Derby's lock was
-#: held 0.44-0.51 s after `lakehouse ingest` returned (before it waited for its own JVM, see
-#: stop_driver), and a plain `dbt build` still leaves it so. The next command of a script must
+#: driver's JVM stops after the Python process that started it has returned, so Derby's lock
+#: can stay held for a moment after a command returned (a plain `dbt build` leaves it so;
+#: `lakehouse` commands wait for their own JVM, see stop_driver). The next command of a script must
 #: not take that for another process.
 DERBY_RELEASE_GRACE_SECONDS = 3.0
 
@@ -233,8 +229,8 @@ def derby_busy(root: Path, grace: float = DERBY_RELEASE_GRACE_SECONDS) -> bool:
     """True when the metastore of ``root`` is Derby and another process has it open.
 
     Checked by the commands that start a Spark driver before they start it: Derby would refuse
-    the second process only after ten retries of Hive's metastore client, some 45 s and tens of
-    thousands of lines of stack traces later. A metastore on a database server is shared. One
+    the second process only after ten retries of Hive's metastore client and tens of
+    thousands of lines of stack traces. A metastore on a database server is shared. One
     found open is asked again every 0.1 s for ``grace`` seconds: a process that is ending lets
     go of it within that.
     """

@@ -204,8 +204,9 @@
         {%- endif -%}
     {%- endfor -%}
     {#- the views in SQL scripts (Spark's begin ... end), so dbt sends one statement per hundred
-        views, not one per view, saving a round trip each. A hundred at most, so that a script stays a few megabytes for Spark's parser
-        and the Thrift server's messages, however many tables there are -#}
+        views, not one per view, saving a round trip each. A hundred at most, so that a script
+        stays a few megabytes for Spark's parser and the Thrift server's messages, however many
+        tables there are -#}
     {%- for script in views | batch(100) -%}
         {%- if script | length == 1 -%}
             {%- do run_query(script[0]) -%}

@@ -14,9 +14,9 @@
     Compaction. Every increment adds a file to each partition it writes, and a MERGE (the
     settling's, a late change's) and every read of gold.cdc_history go through every file of
     the open partitions: a loader that builds every minute would pile up small files all day,
-    each one slowing every MERGE and read after it. So every `cdc_history_compact_every` writes (the var, 100 by default), the build
-    compacts the table after its write: one OPTIMIZE that packs the small files and drops the
-    rows the MERGEs marked deleted.
+    each one slowing every MERGE and read after it. So every `cdc_history_compact_every` writes
+    (the var, 100 by default), the build compacts the table after its write: one OPTIMIZE that
+    packs the small files and drops the rows the MERGEs marked deleted.
 
     The writes are counted in the watermark each one records, not read from the table: a run
     adds itself to the count its last write recorded, from 0 again when an OPTIMIZE came after

@@ -1,8 +1,8 @@
 {#
     Compaction of the tables a build writes a little to every time. An increment appends a file
     or a few to silver.cdc_parsed (one per partition it writes) and a few to
-    gold.cdc_history_versions: a loader that builds every minute leaves a thousand small files a day,
-    and every later read plans over them all and every scan opens them all.
+    gold.cdc_history_versions: a loader that builds every minute leaves a thousand small files a
+    day, and every later read plans over them all and every scan opens them all.
 
     So each table counts its writes since it was last compacted in the watermark each write
     records (no query), and compacts after so many (a var per table, 100 by default; 0: never).

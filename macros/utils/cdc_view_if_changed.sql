@@ -1,10 +1,11 @@
 {#
     The project's views (bronze.kafka_topic_offsets, silver's and gold's views) are created again
     only when their SQL changed (the materialization `view` below). dbt-spark replaces every view
-    at every build, a metastore write each even when the view's text is the same. A view here remembers a digest of the statement that created it (property
-    cdc.sql_digest; its SQL, comments and the form of the statement), which dbt's listing of
-    the schema at the start of the run already shows: an unchanged view costs no statement at
-    all. `--full-refresh` creates it anyway. persist_docs works as with dbt-spark's views.
+    at every build, a metastore write each even when the view's text is the same. A view here
+    remembers a digest of the statement that created it (property cdc.sql_digest; its SQL,
+    comments and the form of the statement), which dbt's listing of the schema at the start of
+    the run already shows: an unchanged view costs no statement at all. `--full-refresh` creates
+    it anyway. persist_docs works as with dbt-spark's views.
 
     A view is created WITH SCHEMA EVOLUTION: its columns follow the tables it reads, so a view
     left as it is still shows a column that an upgrade added to a table below it (with the

@@ -139,9 +139,9 @@ def test_the_per_node_table_takes_only_the_builds_own_models(tmp_path: Path) -> 
 
 
 def test_the_figures_come_with_the_machine_and_its_yardstick() -> None:
-    """Hosts of one size have differed by 2.3x between sessions: the summary names the processor
-    and times a fixed loop, and the printed table says both above the figures, so two runs'
-    figures can be told apart by their machines' speed."""
+    """Hosts of one size can differ widely in speed between sessions: the summary names the
+    processor and times a fixed loop, and the printed table says both above the figures, so two
+    runs' figures can be told apart by their machines' speed."""
     import run  # bench/run.py
 
     short, longer = run.yardstick_seconds(rounds=2, loop=100_000), run.yardstick_seconds(rounds=2, loop=2_000_000)

@@ -73,10 +73,11 @@ def test_a_server_is_found_only_while_it_runs_and_answers(tmp_path: Path) -> Non
 
 
 def test_dbt_statements_run_on_the_running_session_as_it_is(lakehouse) -> None:
-    """dbt-spark's cursor applied the profile's settings to the session at every statement
-    (11-14 ms each); :func:`reuse_running_session` has it take the running session as it is. So
-    a ``set`` of one of those settings (a hook's, say) holds for the statements after it, as
-    through the Thrift server, where dbt-spark's cursor put it back at the next statement."""
+    """dbt-spark's cursor applied the profile's settings to the session at every statement,
+    a cost of its own each time; :func:`reuse_running_session` has it take the running session
+    as it is. So a ``set`` of one of those settings (a hook's, say) holds for the statements
+    after it, as through the Thrift server, where dbt-spark's cursor put it back at the next
+    statement."""
     from dbt.adapters.spark.session import Cursor
 
     reuse_running_session()

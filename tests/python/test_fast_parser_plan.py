@@ -1,8 +1,7 @@
 """The fast parsers of several formats share one read of the new bronze records.
 
 Every branch of silver's parse query scans the new bronze records: with a branch per format,
-every format's values were read once per format (a 4M first build's parse node: 54-57 s with
-a read per format, 50 s with one). Here the formats of the benchmark, all read by
+every format's values would be read once per format. Here the formats of the benchmark, all read by
 fast parsers, land together, and the query silver.cdc_parsed was built with must scan
 bronze.kafka_records once and give every record its row.
 """

@@ -45,7 +45,7 @@ def _build_and_test_the_history(lakehouse) -> None:
     The history's consistency, the current state against the latest change, the key state's
     and the changes' own tests (the strict apply order): 20 of the project's 57 data tests.
     The seeds', bronze's and the other silver tables' tests check nothing an increment of the
-    history changes, and all 57 took about 10 s more of each such build; the final builds of
+    history changes, and running all 57 would make each such build much longer; the final builds of
     the format tests (test_formats_*.py), the generated history and the CLI's end-to-end test
     run all of them.
     """

@@ -2,14 +2,15 @@
 
 Derby lets one process at a time open the embedded metastore. A `lakehouse build`, `ingest` or
 `sql` started while another process has it open (most often `lakehouse serve`) used to start a
-Spark driver anyway, which Derby refused after ten retries of Hive's metastore client: some 45 s
-and tens of thousands of lines of stack traces. They now check Derby's lock before starting a
+Spark driver anyway, which Derby refused after ten retries of Hive's metastore client and tens
+of thousands of lines of stack traces. They now check Derby's lock before starting a
 JVM and exit 2 with what to do instead. Here the other process is this test process, whose
 Spark session (the shared in-process lakehouse) has the metastore open.
 
 A metastore found open is watched for a few seconds before it counts as busy, and each command
-waits for its own driver's JVM to stop before it returns: that JVM held Derby's lock some 0.5 s
-after `lakehouse ingest` returned, and `lakehouse ingest ... && lakehouse build` failed as busy.
+waits for its own driver's JVM to stop before it returns: that JVM held Derby's lock for a
+moment after `lakehouse ingest` returned, and `lakehouse ingest ... && lakehouse build` failed
+as busy.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def test_a_metastore_held_past_the_grace_is_busy(tmp_path: Path) -> None:
 
 def test_a_command_lets_go_of_the_metastore_before_it_returns(tmp_path: Path) -> None:
     # `lakehouse ingest ... && lakehouse build`: the ingest's JVM has let go of Derby when the
-    # ingest returns (it held the lock some 0.5 s longer before)
+    # ingest returns (before, its JVM held the lock a moment longer)
     env = dict(_derby_env(), LAKEHOUSE_DIR=str(tmp_path))
     log = tmp_path / "ingest.log"
     with log.open("w") as out:  # to a file, as a script's log: a pipe would wait for the JVM too

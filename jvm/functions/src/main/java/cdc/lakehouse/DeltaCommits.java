@@ -46,8 +46,8 @@ import scala.Option;
  * time to know what is new (macros/cdc_watermark.sql), four to six times per build.
  *
  * <p>Why: Delta reads the commit files in a Spark job ({@code spark.range(...).mapPartitions},
- * then a local relation of the rows), 0.17-0.25 s a statement on a small machine, of which
- * reading the few small files is a millisecond. This reads them as that job's tasks do, with
+ * then a local relation of the rows), where reading the few small files is a tiny part of
+ * the job's cost. This reads them as that job's tasks do, with
  * Delta's own classes: the commit info of each version, its time the file's modification time
  * (made to increase with the version) or, for versions written with in-commit timestamps, the
  * commit's own; newest first. Each row is Delta's {@code DeltaHistory} as the command's encoder
@@ -68,8 +68,8 @@ public final class DeltaCommits {
    * caller then runs the statement itself, which says why.
    *
    * <p>Why pieces: py4j's answer to Python is written to its socket in parts of 8 KiB, and an
-   * answer longer than that waited about 40 ms for its last part (TCP's delayed ACK against
-   * Nagle's algorithm), three times what the reading took. A few answers of one part each do
+   * answer longer than that waits for its last part (TCP's delayed ACK against Nagle's
+   * algorithm) longer than the reading takes. A few answers of one part each do
    * not wait. A commit's user metadata alone can be kilobytes (silver's names each topic).
    */
   public static String[] newest(SparkSession spark, String database, String table, int limit)
