@@ -217,8 +217,8 @@ def model_seconds(target_path: str | None = None, since: float | None = None) ->
     Empty, so that the table leaves the build out rather than show another run's nodes, when the
     file is older than ``since`` (``time.time()`` as the build started: it wrote no file here,
     as when the ``lakehouse`` command found another checkout's project) or holds no model (the
-    data tests' run wrote it): a run of stop 55 printed the data tests' timings under every
-    build but the first, for the first reason."""
+    data tests' run wrote it): otherwise the data tests' timings would show under every build
+    but the first, for the first reason."""
     path = PROJECT / (target_path or os.environ.get("DBT_TARGET_PATH", "target")) / "run_results.json"
     try:
         if since is not None and path.stat().st_mtime < since:
@@ -294,7 +294,7 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
 
     floors.append(floor_run("floor: plain Spark, after the data tests", env))
     # the faster of the two floors: the ratio is judged against the floor the host allowed,
-    # never against a floor that a slow minute made long (stop 72: 46.5-58.6 s within an hour)
+    # never against a floor that a slow minute made long (the host's speed varies within an hour)
     floor = min(floors, key=lambda run: run["process_s"])
     result["floor_runs_s"] = [run["process_s"] for run in floors]
     result["floor_query_s"], result["floor_process_s"] = floor["query_s"], floor["process_s"]
@@ -339,7 +339,7 @@ def settling_build(source: generate.Source, increment: int, offsets: dict, build
     process of its own (as the incremental build above) whose pre-hook first MERGEs the closers
     every append before it left (every build since the first one) into the versions they end.
     A lakehouse settles every cdc_history_settle_every appends (10 by default) and before any
-    increment that MERGEs; the bench's other builds append only (bench/JOURNAL.md, stop 70)."""
+    increment that MERGEs; the bench's other builds append only, so this one measures that cost."""
     path = out / f"more6-{changes}.jsonl"
     counts = generate.write_kcat(path, source.changes(increment), offsets)
     expected = source.live_counts()
@@ -390,8 +390,7 @@ def served_builds(source: generate.Source, increment: int, offsets: dict, build_
     port = free_port()
     # a target folder of its own: dbt keeps its partial parse there, and it parses the whole
     # project again when the target (the profile) changed since that parse. In one folder, the
-    # next scale's first build (the local target) paid a full parse after these builds
-    # (2.1 s of stop 49's 2M and 4M first builds, not of the 1M one)
+    # next scale's first build (the local target) would pay a full parse after these builds
     served_target = os.path.join(os.environ.get("DBT_TARGET_PATH", "target"), "thrift")
     served_env = dict(env, LAKEHOUSE_THRIFT_PORT=str(port), DBT_TARGET_PATH=served_target)
     served_cmd = [*build_cmd, "--target", "thrift"]
@@ -542,8 +541,8 @@ def kafka_landing(first_file: Path, counts: dict[str, int], changes: int, out: P
     of every topic into a fresh lakehouse, twice.
 
     The first landing is the broker's first read of the topics: a broker started a minute ago,
-    on the same two cores, that has only taken writes (its fetch path cold). A 1M landing took
-    5-20 s longer that way than the next one from the same broker (bench/JOURNAL.md, stop 69).
+    on the same two cores, that has only taken writes (its fetch path cold), and so slower than
+    the next landing from the same broker.
     The second, into another fresh lakehouse by another process, reads from a broker that has
     served the topics once, as a running cluster's broker has: the goal's figure. Both are
     reported and both are checked, and the driver's peak is the larger one's.
@@ -581,9 +580,8 @@ def local_broker(directory: Path) -> Iterator[broker.BrokerInfo]:
 
 
 #: The following loader's --build-every (seconds): the next build comes due this long after the
-#: last one ended, by which time an increment produced right after it must have landed (40,000
-#: records landed within 10 s in stop 71's run, in up to three micro-batches; with 10 here a
-#: build at 1M started after the second of them).
+#: last one ended, by which time an increment produced right after it must have landed (it
+#: lands in up to three micro-batches, and a shorter interval let a build start between them).
 FOLLOW_BUILD_EVERY = 20
 
 
@@ -649,8 +647,8 @@ def follow_builds(source: generate.Source, increment: int, offsets: dict, env: d
 def _check_whole_increment(n: int, produced: int, log: Path, problems: list[str]) -> None:
     """Whether the following loader's build ``n`` started with every record produced before it
     landed: one that started halfway through an increment's landing measured part of it, and
-    the answer check after it finds the rest missing (stop 71: at 1M on a slow day the records
-    landed in three micro-batches over 8 s, and the build came due after the second)."""
+    the answer check after it finds the rest missing (on a slow host an increment lands in
+    several micro-batches, and the build may come due between them)."""
     started = re.search(rf"\[lakehouse\] build {n}: (\d+) records landed by this loader so far",
                         log.read_text(errors="replace"))
     if started is None or int(started.group(1)) != produced:
@@ -678,7 +676,7 @@ def parse_project() -> float:
     """dbt's parse of the project, once, untimed in the builds: seconds.
 
     dbt parses a project in full the first time a checkout runs it (no target/manifest.json
-    yet), about 2 s here, and every later command parses only what changed. Without this, the
+    yet), and every later command parses only what changed. Without this, the
     first scale's first build alone paid it on a fresh clone, and its figure was not comparable
     with the other scales'. A user pays it once, at the first dbt command of a checkout.
     """
@@ -689,9 +687,9 @@ def parse_project() -> float:
 
 
 # A fixed single-threaded loop, timed before the scales: the same code on every machine, so it
-# says how fast this one is. Hosts of one size (2 cores, 24 GiB) have differed by 2.3x from one
-# session to the next (the 4M floor 35.3 s, then 88.3 s), which moves every figure by as much:
-# compare figures of two runs only with their yardsticks, and the ratios within one run.
+# says how fast this one is. Hosts of one size can differ widely in speed from one session to
+# the next, which moves every figure by as much: compare figures of two runs only with their
+# yardsticks, and the ratios within one run.
 YARDSTICK_LOOP = 10_000_000
 
 
