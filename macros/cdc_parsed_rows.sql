@@ -265,7 +265,7 @@ judged as (
             make two ids equal. #}
         concat_ws(':', kafka_topic, kafka_partition, kafka_offset, row_index) as record_id,
         case
-            when parse_error is not null or coded_kind is null then 'quarantine'
+            when parse_error is not null or coded_kind is null or not coordinates_valid then 'quarantine'
             when coded_kind = 'change' and source_table is null then 'quarantine'
             when coded_kind = 'change' and op <> 't' and pk is null then 'quarantine'
             else coded_kind
@@ -273,6 +273,11 @@ judged as (
         control_kind,
         case
             when parse_error is not null then parse_error
+            {#- the apply order encodes them: one without would order its key's changes by chance #}
+            when not coordinates_valid
+                then 'invalid Kafka coordinates: partition ' || coalesce(cast(kafka_partition as string), 'missing')
+                    || ', offset ' || coalesce(cast(kafka_offset as string), 'missing')
+                    || ' (both must be integers from 0)'
             when coded_kind is null
                 then 'unknown op ' || coalesce('"' || vendor_op || '"', '(none)')
                     || ' for format ' || source_format
@@ -311,7 +316,10 @@ judged as (
         ingested_at,
         batch_id,
         current_timestamp() as parsed_at
-    from keyed
+    from (
+        select *, coalesce(kafka_partition >= 0 and kafka_offset >= 0, false) as coordinates_valid
+        from keyed
+    ) as checked
 
 ),
 

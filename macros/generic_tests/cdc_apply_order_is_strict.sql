@@ -1,14 +1,17 @@
-{% test cdc_apply_order_is_strict(model, key_columns, order_column='apply_order') %}
+{% test cdc_apply_order_is_strict(model, key_columns, order_column='apply_order', id_column='change_id') %}
 {#-
     Changes of one key must be totally ordered: every change has a well-formed apply order
     and no two changes of the same key share one (a tie would leave the final state to chance).
+    Each failing row names the changes concerned (`id_column`: their Kafka coordinates), so an
+    operator can find the records in bronze.
 -#}
 
 with changes as (
 
     select
         {{ key_columns | join(', ') }},
-        {{ order_column }} as apply_order
+        {{ order_column }} as apply_order,
+        {{ id_column }} as change_id
     from {{ model }}
 
 ),
@@ -19,7 +22,8 @@ malformed as (
         {{ key_columns | join(', ') }},
         apply_order,
         'malformed apply order' as problem,
-        1 as occurrences
+        1 as occurrences,
+        change_id as changes
     from changes
     {#- phase, then six parts, each its digit count (two digits) and that many digits (1 to
         38), without leading zeros (cdc_apply_order): one alternative per count, so that a
@@ -41,7 +45,8 @@ ties as (
         {{ key_columns | join(', ') }},
         apply_order,
         'two changes of one key share an apply order' as problem,
-        count(*) as occurrences
+        count(*) as occurrences,
+        array_join(slice(array_sort(collect_list(change_id)), 1, 10), ', ') as changes
     from changes
     group by {{ key_columns | join(', ') }}, apply_order
     having count(*) > 1
