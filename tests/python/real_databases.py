@@ -352,7 +352,7 @@ def pg_columns(run_sql: Any, table: str) -> list[tuple[str, str, str]]:
             cols.append((name, f"array:{elem}", f"to_json({q})::text"))
             continue
         kind, expr = _pg_kind(base, typtype, category)
-        cols.append((name, kind, expr.format(q)))
+        cols.append((name, kind, expr.format(q) if "{0}" not in expr else expr.replace("{0}", q)))
     return cols
 
 
@@ -370,6 +370,9 @@ def _pg_kind(base: str, typtype: str, category: str) -> tuple[str, str]:
         "json": ("json", "{}::text"), "jsonb": ("json", "{}::text"),
         "bit": ("bits", "{}::text"), "bit varying": ("bits", "{}::text"),
     }
+    if base == "character":
+        # concat() prints char(n) with its padding, as SELECT * does; a cast to text would trim it.
+        return ("text", "case when {0} is null then null else concat({0}) end")
     return table.get(base, ("text", "{}::text"))
 
 
@@ -472,6 +475,11 @@ def current_state_rows(
         row = json.loads(r["row"], parse_float=decimal.Decimal)
         out.append({name: canon(kind, decode_debezium(schemas.get(name), row.get(name))) for name, kind, _ in cols})
     return out
+
+
+def typed_view(dumped: Dump, names: Iterable[str]) -> str | None:
+    """The first of ``names`` (candidate view names, lower case) that gold has, or None."""
+    return next((f"gold.{n.lower()}" for n in names if f"gold.{n.lower()}" in dumped.types), None)
 
 
 def typed_view_rows(dumped: Dump, view: str, cols: list[tuple[str, str, str]]) -> list[dict[str, str | None]]:

@@ -91,7 +91,7 @@ STREAM_A = [
     """START TRANSACTION;
     INSERT INTO all_types (id, c_dec, c_datetime, c_ts, c_date, c_text, c_varchar, c_time, c_ubig, c_bits)
       VALUES (4, -99999999999999999999999999999999999.999999999999999999999999999999, '1969-07-20 20:17:40',
-              '1970-01-01 00:00:01', '0001-01-01', '', '', '838:59:59', 9223372036854775809, b'111111111111');
+              '1970-01-01 00:00:01', '0100-03-01', '', '', '838:59:59', 9223372036854775809, b'111111111111');
     UPDATE all_types SET c_text = '', c_varchar = NULL, c_json = '{"k": "v"}' WHERE id = 1;
     DELETE FROM all_types WHERE id = 2;
     INSERT INTO plain VALUES (2, NULL), (3, 'x');
@@ -164,7 +164,7 @@ class Run:
         self.accounts_states.append(self.rows("accounts")[1])
 
     def ingest_and_build(self, smt: bool = False) -> None:
-        ingest_kafka(self.root, self.broker.bootstrap, "--topic-pattern", rf"{PREFIX}(\..*)?", "--format",
+        ingest_kafka(self.root, self.broker.bootstrap, "--topic-pattern", rf"^{PREFIX}(\..*)?$", "--format",
                      "debezium-json")  # fmt: skip
         if smt:
             ingest_kafka(self.root, self.broker.bootstrap, "--topic-pattern", rf"{SMT_PREFIX}\..*", "--format",

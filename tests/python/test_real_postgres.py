@@ -34,6 +34,7 @@ from real_databases import (
     remove_dir,
     scratch_dir,
     topic_schemas,
+    typed_view,
     typed_view_rows,
     workload_versions,
 )
@@ -199,9 +200,12 @@ class Run:
             key = None if table in KEYLESS else KEYS[table]
             state = current_state_rows(dumped, DATABASE, table, cols, schemas[f"{PREFIX}.public.{table}"])
             diffs[f"cdc_current_state {table}"] = differences(f"current_state {table}", cols, db, state, key)
-            view = f"gold.{DATABASE}__{table}"
-            typed = typed_view_rows(dumped, view, cols)
-            diffs[view] = differences(view, cols, db, typed, key)
+            view = typed_view(dumped, [f"{DATABASE}__{table}", f"public__{table}", f"{DATABASE}__public__{table}"])
+            if view is None:
+                views = sorted(v for v in dumped.types if v.endswith(f"__{table}"))
+                diffs[f"view {table}"] = [f"no typed view of {table} in gold (views ending __{table}: {views})"]
+                continue
+            diffs[view] = differences(view, cols, db, typed_view_rows(dumped, view, cols), key)
         quarantined = [r for r in dumped.rows.get("silver.cdc_quarantine", [])
                        if r["kafka_topic"].startswith((f"{PREFIX}.", f"{SMT_PREFIX}."))]
         diffs["silver.cdc_quarantine"] = [f"quarantined: {r}" for r in quarantined]
@@ -310,7 +314,10 @@ def test_history_follows_every_state_of_accounts(run: Run) -> None:
     current one open, the one of a deleted key closed."""
     dumped = run.checks[-1].dumped
     cols = pg_rows(run.sql, "accounts")[0]
-    got, closed = history_versions(dumped, f"gold.{DATABASE}__accounts__history", cols)
+    view = typed_view(dumped, [f"{DATABASE}__accounts__history", "public__accounts__history",
+                               f"{DATABASE}__public__accounts__history"])  # fmt: skip
+    assert view, f"no history view of accounts in gold: {sorted(dumped.types)}"
+    got, closed = history_versions(dumped, view, cols)
     expected = workload_versions(run.accounts_states)
     assert got == expected, json.dumps({"lakehouse": got, "workload": expected}, indent=1, default=str)
     final_keys = {row["id"] for row in run.accounts_states[-1]}
