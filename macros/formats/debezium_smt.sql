@@ -56,8 +56,9 @@
                 when p.fields is null then null
                 else coalesce({{ u("p.fields['__op']") }}, {{ u("p.fields['__deleted']") }}, '<row>')
             end as vendor_op,
+            {#- without __op and __deleted (the SMT's defaults) the row is an upsert, not unknown #}
             p.value is null
-                or coalesce({{ u("p.fields['__op']") }}, {{ u("p.fields['__deleted']") }}) in ('d', 'true') as is_delete,
+                or coalesce({{ u("p.fields['__op']") }}, {{ u("p.fields['__deleted']") }}, '') in ('d', 'true') as is_delete,
             map_filter(p.fields, (k, v) -> not k rlike {{ _debezium_smt_metadata_pattern() }}) as row_map,
             {{ u("p.fields['__table']") }} as meta_table,
             {{ u("coalesce(p.fields['__db'], p.fields['__source_db'])") }} as meta_db,

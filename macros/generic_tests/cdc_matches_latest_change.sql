@@ -19,7 +19,7 @@ effects as (
 
     select
         source_database, source_schema, source_table, pk, op,
-        case when size(unavailable_columns) = 0 then after_image end as row,
+        case when not coalesce(size(unavailable_columns) > 0, false) then after_image end as row,
         apply_order, not coalesce(size(key_columns) > 0, false) as keyless, vendor_sequence
     from changes
     where

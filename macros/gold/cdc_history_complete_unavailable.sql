@@ -135,7 +135,7 @@ new_effects as (
     select {{ columns | join(', ') }}, cast(array() as array<string>) as unknown_columns
     from {{ effects }}
     {%- if completing %}
-    where coalesce(size(unavailable_columns), 0) = 0
+    where not coalesce(size(unavailable_columns) > 0, false)
 
     union all
 

@@ -66,12 +66,24 @@ def canon_decimal(value: Any) -> str:
 
 
 def _micros_of_text(text: str) -> int:
-    """``[-]H...H:MM:SS[.ffffff]`` (a time of day or a MariaDB TIME) in microseconds."""
-    m = re.fullmatch(r"(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,9}))?", text.strip())
+    """``[-]H...H:MM:SS[.ffffff]`` (a time of day or a MariaDB TIME), a time with a zone as
+    Debezium's ZonedTime writes it (``08:11:12Z``: the UTC time of day), or an ISO-8601
+    duration without months (``[-]P3DT4H5M6.789S``), in microseconds."""
+    text = text.strip()
+    duration = re.fullmatch(r"(-)?P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:\.(\d{1,9}))?S)?)?", text)
+    if duration and text not in ("P", "-P"):
+        sign, d, h, mi, s, frac = duration.groups()
+        seconds = ((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60 + int(s or 0)
+        micros = seconds * 1_000_000 + int((frac or "0").ljust(6, "0")[:6])
+        return -micros if sign else micros
+    m = re.fullmatch(r"(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?", text)
     if not m:
         raise ValueError(f"not a time: {text!r}")
-    sign, h, mi, s, frac = m.groups()
+    sign, h, mi, s, frac, zone = m.groups()
     micros = ((int(h) * 60 + int(mi)) * 60 + int(s)) * 1_000_000 + int((frac or "0").ljust(6, "0")[:6])
+    if zone and zone != "Z":
+        offset = (int(zone[1:3]) * 60 + int(zone[-2:])) * 60_000_000
+        micros = (micros - offset if zone[0] == "+" else micros + offset) % (24 * 3600 * 1_000_000)
     return -micros if sign else micros
 
 

@@ -29,8 +29,10 @@ def test_unavailable_values_keep_the_previous_version(lakehouse):
     t = DebeziumTable("pg", "shop", "docs", ["id"])
     one = {"id": 1, "body": "long text one", "blob": "AAEC", "tags": ["a", "b"], "ints": [1, 2], "n": 1}
     two = {"id": 2, "body": "long text two", "blob": "AwQ=", "tags": ["c"], "ints": [3], "n": 1}
+    gone = {"id": 4, "body": "short", "blob": "", "tags": [], "ints": [], "n": 1}
     t.insert(one)
     t.insert(two)
+    t.insert(gone)
     # an update that leaves every TOASTed column out, in the first batch
     t.update(None, {**one, "body": PLACEHOLDER, "blob": PLACEHOLDER_BYTES, "tags": [PLACEHOLDER],
                     "ints": PLACEHOLDER_INTS, "n": 2})
@@ -47,10 +49,12 @@ def test_unavailable_values_keep_the_previous_version(lakehouse):
     t.update(None, {**two, "body": "rewritten", "n": 3})
     t.update(None, {**two, "body": PLACEHOLDER, "n": 4})
     t.update(None, {"id": 3, "body": PLACEHOLDER, "blob": "BQ==", "tags": [], "ints": [], "n": 1})
+    t.delete(gone)  # a delete beside the completed changes still deletes
     lakehouse.ingest(t.envelopes(t.messages[first:], first_offset=first), fmt="debezium-json")
     lakehouse.build()
 
     state = _state(lakehouse, "docs")
+    assert sorted(state) == [1, 2, 3]
     assert state[1] == ({**one, "n": 3}, [])
     assert state[2] == ({**two, "body": "rewritten", "n": 4}, [])
     assert state[3] == ({"id": 3, "body": None, "blob": "BQ==", "tags": [], "ints": [], "n": 1}, ["body"])
