@@ -18,7 +18,7 @@ with changes as (
 effects as (
 
     select
-        source_database, source_schema, source_table, pk, op,
+        source_format, source_database, source_schema, source_table, pk, op,
         case when not coalesce(size(unavailable_columns) > 0, false) then after_image end as row,
         apply_order, not coalesce(size(key_columns) > 0, false) as keyless, vendor_sequence
     from changes
@@ -29,7 +29,8 @@ effects as (
     union all
     {#- a key-changing update removes its old key #}
     select
-        source_database, source_schema, source_table, before_pk as pk, 'd' as op, null as row, apply_order,
+        source_format, source_database, source_schema, source_table, before_pk as pk, 'd' as op, null as row,
+        apply_order,
         not coalesce(size(key_columns) > 0, false) as keyless, vendor_sequence
     from changes
     where op = 'u' and before_pk is not null
@@ -79,12 +80,11 @@ expected as (
                 filter (where op <> 'd') as latest,
             sum(case when op = 'd' then -1 else 1 end) as copies
         from (
-            {#- a change delivered again counts once (cdc_history_current_versions) #}
+            {#- a change delivered again counts once #}
             select
                 *,
                 row_number() over (
-                    partition by source_database, source_schema, source_table, pk, op,
-                        case when op = 'r' or vendor_sequence is null then apply_order else vendor_sequence end
+                    partition by source_database, source_schema, source_table, pk, op, {{ cdc_keyless_delivery() }}
                     order by apply_order
                 ) as delivery
             from ranked

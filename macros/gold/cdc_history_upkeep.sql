@@ -170,9 +170,7 @@
     {#- a table without a key is a multiset whose rows are their own keys: a row is there as
         many times as it was inserted (or updated into) less the times it was deleted (or
         updated away) since the last truncate of its table, in copies 1, 2, ... A change
-        delivered again (a connector that restarts replays from its stored offset) lands at
-        another Kafka offset with the same source position: it counts once. Snapshot rows
-        share one position, so each of them counts by its own order #}
+        delivered again counts once (cdc_keyless_delivery) #}
     select
         keyless_rows.latest.*,
         cast(null as struct<next_apply_order: string, valid_to: timestamp>) as pending_end,
@@ -187,8 +185,7 @@
                 select
                     *,
                     row_number() over (
-                        partition by {{ key | join(', ') }}, op,
-                            case when op = 'r' or vendor_sequence is null then apply_order else vendor_sequence end
+                        partition by {{ key | join(', ') }}, op, {{ cdc_keyless_delivery() }}
                         order by apply_order
                     ) as delivery
                 from {{ versions }}
