@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import signal
@@ -35,16 +34,13 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lakehouse.jars import resolve_pom
 from lakehouse.paths import PROJECT_DIR
 from lakehouse.ports import free_port, port_in_use
 
 KAFKA_POM = PROJECT_DIR / "jvm" / "kafka-pom.xml"
-MAVEN_SETTINGS = PROJECT_DIR / "jvm" / "settings.xml"
-MAVEN_REPO = PROJECT_DIR / ".cache" / "m2"
 #: Broker jars (kafka_2.13 and its runtime dependencies), resolved by :func:`ensure_jars`.
 KAFKA_JARS_DIR = PROJECT_DIR / ".cache" / "jars" / "kafka"
-#: Marker written after a complete resolution; holds the hash of the pom it was resolved from.
-_JARS_MARKER = ".synced"
 DEFAULT_PORT = 9092
 #: Largest record the dev broker accepts: above Kafka's 1 MB default so multi-MB CDC rows
 #: (LOB columns) can be tried locally. Real clusters set their own ``message.max.bytes``.
@@ -89,39 +85,9 @@ def default_port() -> int:
     return int(os.environ.get("LAKEHOUSE_KAFKA_PORT", DEFAULT_PORT))
 
 
-def _pom_digest() -> str:
-    return hashlib.sha256(KAFKA_POM.read_bytes() + MAVEN_SETTINGS.read_bytes()).hexdigest()
-
-
 def ensure_jars(force: bool = False) -> Path:
-    """Resolve the broker jars from Maven Central into ``.cache/jars/kafka`` unless up to date.
-
-    Up to date means the marker holds the digest of the current pom and settings, so editing
-    ``jvm/kafka-pom.xml`` (e.g. a new Kafka version) re-resolves without stale jars left over.
-    """
-    marker = KAFKA_JARS_DIR / _JARS_MARKER
-    digest = _pom_digest()
-    if not force and marker.is_file() and marker.read_text().strip() == digest:
-        return KAFKA_JARS_DIR
-    if KAFKA_JARS_DIR.exists():
-        for old in KAFKA_JARS_DIR.iterdir():
-            old.unlink()
-    cmd = [
-        "mvn", "-q", "-B", "-s", str(MAVEN_SETTINGS), f"-Dmaven.repo.local={MAVEN_REPO}",
-        "-f", str(KAFKA_POM), "dependency:copy-dependencies", "-DincludeScope=runtime",
-        f"-DoutputDirectory={KAFKA_JARS_DIR}",
-    ]  # fmt: skip
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except FileNotFoundError as exc:
-        raise BrokerError("mvn not found: Maven resolves the Kafka broker jars") from exc
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise BrokerError(f"resolving {KAFKA_POM.name} from Maven Central failed:\n{tail}")
-    if not any(KAFKA_JARS_DIR.glob("kafka_2.13-*.jar")):
-        raise BrokerError(f"{KAFKA_POM.name} resolved, but no kafka_2.13 jar in {KAFKA_JARS_DIR}")
-    marker.write_text(digest + "\n")
-    return KAFKA_JARS_DIR
+    """Resolve the broker jars (``jvm/kafka-pom.xml``) into ``.cache/jars/kafka`` unless up to date."""
+    return resolve_pom(KAFKA_POM, KAFKA_JARS_DIR, "kafka_2.13-*.jar", BrokerError, force)
 
 
 def _cluster_id() -> str:

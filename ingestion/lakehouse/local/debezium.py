@@ -20,12 +20,11 @@ import os
 import subprocess
 from pathlib import Path
 
+from lakehouse.jars import SYNCED_MARKER, resolve_pom
 from lakehouse.local import HarnessError, progress
 from lakehouse.paths import PROJECT_DIR
 
 DEBEZIUM_POM = PROJECT_DIR / "jvm" / "debezium-pom.xml"
-MAVEN_SETTINGS = PROJECT_DIR / "jvm" / "settings.xml"
-MAVEN_REPO = PROJECT_DIR / ".cache" / "m2"
 DEBEZIUM_JARS_DIR = PROJECT_DIR / ".cache" / "jars" / "debezium"
 HARNESS_SRC = PROJECT_DIR / "jvm" / "debezium" / "src" / "main" / "java"
 HARNESS_DIR = PROJECT_DIR / ".cache" / "debezium-harness"
@@ -42,30 +41,9 @@ def _digest(*paths: Path) -> str:
 
 def ensure_jars(force: bool = False) -> Path:
     """Resolve Debezium's jars into ``.cache/jars/debezium`` unless resolved from this very pom."""
-    marker = DEBEZIUM_JARS_DIR / ".synced"
-    digest = _digest(DEBEZIUM_POM, MAVEN_SETTINGS)
-    if not force and marker.is_file() and marker.read_text().strip() == digest:
-        return DEBEZIUM_JARS_DIR
-    DEBEZIUM_JARS_DIR.mkdir(parents=True, exist_ok=True)
-    for old in DEBEZIUM_JARS_DIR.iterdir():
-        old.unlink()
-    progress(f"resolving {DEBEZIUM_POM.relative_to(PROJECT_DIR)} from Maven Central into {DEBEZIUM_JARS_DIR}")
-    cmd = [
-        "mvn", "-q", "-B", "-s", str(MAVEN_SETTINGS), f"-Dmaven.repo.local={MAVEN_REPO}",
-        "-f", str(DEBEZIUM_POM), "dependency:copy-dependencies", "-DincludeScope=runtime",
-        f"-DoutputDirectory={DEBEZIUM_JARS_DIR}",
-    ]  # fmt: skip
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except FileNotFoundError as exc:
-        raise HarnessError("mvn not found: Maven resolves Debezium's jars") from exc
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise HarnessError(f"resolving {DEBEZIUM_POM} from Maven Central failed:\n{tail}")
-    if not any(DEBEZIUM_JARS_DIR.glob("debezium-embedded-*.jar")):
-        raise HarnessError(f"{DEBEZIUM_POM.name} resolved, but no debezium-embedded jar in {DEBEZIUM_JARS_DIR}")
-    marker.write_text(digest + "\n")
-    return DEBEZIUM_JARS_DIR
+    if force or not (DEBEZIUM_JARS_DIR / SYNCED_MARKER).is_file():
+        progress(f"resolving {DEBEZIUM_POM.relative_to(PROJECT_DIR)} from Maven Central into {DEBEZIUM_JARS_DIR}")
+    return resolve_pom(DEBEZIUM_POM, DEBEZIUM_JARS_DIR, "debezium-embedded-*.jar", HarnessError, force)
 
 
 def ensure_program() -> Path:
@@ -74,7 +52,7 @@ def ensure_program() -> Path:
     sources = sorted(HARNESS_SRC.rglob("*.java"))
     classes = HARNESS_DIR / "classes"
     marker = HARNESS_DIR / ".compiled"
-    digest = _digest(*sources, jars / ".synced")
+    digest = _digest(*sources, jars / SYNCED_MARKER)
     if marker.is_file() and marker.read_text().strip() == digest:
         return classes
     progress(f"compiling {MAIN_CLASS} ({HARNESS_SRC.relative_to(PROJECT_DIR)}) into {classes}")
