@@ -37,8 +37,8 @@
             'key_values': 'e.key_values',
             'before_values': "case when e.is_delete then e.row_map end",
             'after_values': "case when not e.is_delete then e.row_map end",
-            'before_image': "case when e.is_delete then " ~ cdc_map_to_json('e.row_map') ~ " end",
-            'after_image': "case when not e.is_delete then " ~ cdc_map_to_json('e.row_map') ~ " end",
+            'before_image': "case when e.is_delete then " ~ cdc_unmark_json('e.row_json') ~ " end",
+            'after_image': "case when not e.is_delete then " ~ cdc_unmark_json('e.row_json') ~ " end",
             'column_types': 'e.column_types',
             'event_time': "coalesce(" ~ cdc_epoch_to_timestamp('e.source_ts') ~ ", e.timestamp)",
             'apply_order': cdc_apply_order("case when e.vendor_op = 'r' then '0' else '1' end", [], 'e.partition', 'e.offset', '0'),
@@ -60,6 +60,10 @@
             p.value is null
                 or coalesce({{ u("p.fields['__op']") }}, {{ u("p.fields['__deleted']") }}, '') in ('d', 'true') as is_delete,
             map_filter(p.fields, (k, v) -> not k rlike {{ _debezium_smt_metadata_pattern() }}) as row_map,
+            {#- the image as JSON through a variant map, so that a struct value (a
+                VariableScaleDecimal, a geometry) or an array stays JSON and is not quoted #}
+            to_json(map_filter(from_json(p.fields_json, 'map<string, variant>'),
+                (k, v) -> not k rlike {{ _debezium_smt_metadata_pattern() }})) as row_json,
             {{ u("p.fields['__table']") }} as meta_table,
             {{ u("coalesce(p.fields['__db'], p.fields['__source_db'])") }} as meta_db,
             {{ u("coalesce(p.fields['__source_ts_ms'], p.fields['__ts_ms'])") }} as source_ts
@@ -77,12 +81,17 @@
                             else 'invalid JSON'
                         end
                 end as parse_error,
+                {#- the JSON converter with schemas wraps the row: {"schema": .., "payload": {..}} #}
                 case
-                    {#- the JSON converter with schemas wraps the row: {"schema": .., "payload": {..}} #}
                     when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null
                         then {{ cdc_image_map('m.msg.payload') }}
                     else {{ cdc_image_map('m.marked') }}
                 end as fields,
+                case
+                    when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null
+                        then m.msg.payload
+                    else m.marked
+                end as fields_json,
                 case when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null then
                     {{ cdc_unmark_json("to_json(map_from_entries(transform(
                         from_json(m.msg.`schema`, 'struct<fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>, items: struct<type: string, name: string, parameters: map<string, string>>>>>').fields,
