@@ -138,7 +138,7 @@
             case
                 when not x.is_dml then x.key_names
                 when x.entry is null then null
-                when coalesce(size(x.key_names), 0) = 0 then map_keys(x.entry.row_maps)
+                when not coalesce(size(x.key_names) > 0, false) then map_keys(x.entry.row_maps)
                 when size(array_except(x.key_names, map_keys(x.entry.row_maps))) = 0 then x.key_names
                 else transform(x.key_names, k -> coalesce(
                     case when map_contains_key(x.entry.row_maps, k) then k end,
@@ -190,7 +190,7 @@
                             when t.text_msg.`{{ f.key_field }}` is not null and t.key_names is null
                                 then 'shape does not match ' || t.resolved_format
                                     || ': "{{ f.key_field }}" is not an array of column names'
-                            when coalesce(size(t.row_maps), 0) = 0
+                            when not coalesce(size(t.row_maps) > 0, false)
                                 then 'shape does not match ' || t.resolved_format || ': ' || t.vendor_op
                                     || ' without rows in "' || t.rows_from || '"'
                             when (size(t.row_maps) = 1 and t.row_maps[0] is null)
@@ -218,7 +218,7 @@
                             {# an UPDATE's old columns, aligned by position with its data rows #}
                             case
                                 when p.vendor_op = 'UPDATE' and p.rows_from = 'data'
-                                    and coalesce(size(p.old_rows), 0) > 0 and coalesce(size(p.data_rows), 0) > 0
+                                    and coalesce(size(p.old_rows) > 0, false) and coalesce(size(p.data_rows) > 0, false)
                                     then slice(p.old_rows, 1, size(p.data_rows))
                                 else cast(array() as {{ rows_type }})
                             end as old_of_rows
@@ -229,9 +229,9 @@
                                     DRS JSON, and whenever data is empty #}
                                 case
                                     when not b.is_dml then null
-                                    when b.vendor_op = 'DELETE' and coalesce(size(b.old_rows), 0) > 0 and (
+                                    when b.vendor_op = 'DELETE' and coalesce(size(b.old_rows) > 0, false) and (
                                         b.resolved_format in ('{{ f.delete_image_in_old | join("', '") }}')
-                                        or coalesce(size(b.data_rows), 0) = 0
+                                        or not coalesce(size(b.data_rows) > 0, false)
                                     ) then '{{ f.old }}'
                                     else 'data'
                                 end as rows_from

@@ -112,6 +112,8 @@ BROKEN = {
                   'shape does not match canal-json: "data" is not an array of rows'),
     "no-rows": (_canal("broken", "INSERT", []),
                 'shape does not match canal-json: INSERT without rows in "data"'),
+    "null-rows": (_canal("broken", "INSERT", None),
+                  'shape does not match canal-json: INSERT without rows in "data"'),
     "bad-second-row": (_canal("broken", "INSERT", [{"id": "1"}, "oops"]),
                        'shape does not match canal-json: row 1 of "data" is not a JSON object'),
     "no-table": ('{"data":[{"id":"1"}],"type":"INSERT","pkNames":["id"]}',
