@@ -18,7 +18,7 @@ with changes as (
 effects as (
 
     select
-        source_format, source_database, source_schema, source_table, pk, op,
+        source_database, source_schema, source_table, pk, op,
         case when not coalesce(size(unavailable_columns) > 0, false) then after_image end as row,
         apply_order, not coalesce(size(key_columns) > 0, false) as keyless, vendor_sequence
     from changes
@@ -29,8 +29,7 @@ effects as (
     union all
     {#- a key-changing update removes its old key #}
     select
-        source_format, source_database, source_schema, source_table, before_pk as pk, 'd' as op, null as row,
-        apply_order,
+        source_database, source_schema, source_table, before_pk as pk, 'd' as op, null as row, apply_order,
         not coalesce(size(key_columns) > 0, false) as keyless, vendor_sequence
     from changes
     where op = 'u' and before_pk is not null

@@ -479,17 +479,28 @@ def _paimon_truth(folder: str, messages: list[str]) -> tuple[dict[tuple, dict], 
                 after = {**(m.get("before") or {}), **m["after"]}
                 state[key(schema, table, m.get("primary_keys"), after)] = after
     elif folder == "aws-dms":
+        # no key in the messages: each table is a multiset, and a message whose change (op, row,
+        # timestamp) was seen before is that change delivered again (SPEC rules 1 and 5)
+        copies: dict[tuple, int] = {}
+        seen: set[tuple] = set()
         for _, m in sorted(parsed, key=lambda item: (item[1]["metadata"]["timestamp"], item[0])):
             meta, data = m["metadata"], m["data"]
             row = {c: v for c, v in data.items() if not (c.startswith("BI_") and c[3:] in data)}
             before = {c[3:]: v for c, v in data.items() if c.startswith("BI_") and c[3:] in data}
             ns, table = meta["schema-name"], meta["table-name"]
+            k = key(ns, table, None, row)
+            if (meta["operation"], k, meta["timestamp"]) in seen:
+                continue
+            seen.add((meta["operation"], k, meta["timestamp"]))
             if meta["operation"] == "delete":
-                state.pop(key(ns, table, None, row), None)
-            else:
-                if before:
-                    state.pop(key(ns, table, None, before), None)
-                state[key(ns, table, None, row)] = row
+                copies[k] = copies.get(k, 0) - 1
+                continue
+            if before:
+                old = key(ns, table, None, before)
+                copies[old] = copies.get(old, 0) - 1
+            copies[k] = copies.get(k, 0) + 1
+            state[k] = row
+        state = {k: row for k, row in state.items() if copies.get(k, 0) > 0}
     return state, tables
 
 
