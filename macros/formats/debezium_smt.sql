@@ -12,7 +12,8 @@
       and <table> are accepted too) unless __table / __db name it;
     - the key comes from the Kafka record key, a JSON object with or without schema / payload,
       as Debezium writes it; without a key the whole row is its identity;
-    - a null-value record (tombstone) with a key deletes that key: with
+    - a null-value record (tombstone) with a key deletes that key, and so does the JSON
+      converter's form of it, {"schema": .., "payload": null}: with
       delete.handling.mode=drop it is the only trace of a delete (after a __deleted "true"
       record it deletes again, which changes nothing); a tombstone without a key is a control
       event;
@@ -27,6 +28,12 @@
 
 {% macro parse_debezium_smt(records, format_ids) -%}
     {%- set u = cdc_unmark_value -%}
+    {#- a delete as the SMT's tombstone: a null value, or, from the JSON converter with schemas,
+        its envelope around a null payload -#}
+    {%- set tombstone -%}
+        (m.value is null or (m.msg.`schema` is not null and m.msg.payload is null
+            and array_sort(map_keys({{ cdc_image_map('m.marked') }})) = array('payload', 'schema')))
+    {%- endset -%}
     {%- set exprs = cdc_record_passthrough('e') -%}
     {%- do exprs.update({
             'row_index': '0',
@@ -50,14 +57,14 @@
         select
             p.*,
             case
-                when p.value is null then
+                when p.is_tombstone then
                     case when size(map_keys(p.key_values)) > 0 then '<tombstone>' else '<tombstone-without-key>' end
                 when p.parse_error is not null then null
                 when p.fields is null then null
                 else coalesce({{ u("p.fields['__op']") }}, {{ u("p.fields['__deleted']") }}, '<row>')
             end as vendor_op,
             {#- without __op and __deleted (the SMT's defaults) the row is an upsert, not unknown #}
-            p.value is null
+            p.is_tombstone
                 or coalesce({{ u("p.fields['__op']") }}, {{ u("p.fields['__deleted']") }}, '') in ('d', 'true') as is_delete,
             map_filter(p.fields, (k, v) -> not k rlike {{ _debezium_smt_metadata_pattern() }}) as row_map,
             {#- the image as JSON through a variant map, so that a struct value (a
@@ -71,7 +78,7 @@
             select
                 m.*,
                 case
-                    when m.value is null then null
+                    when {{ tombstone }} then null
                     when m.msg is null then 'invalid JSON'
                     when m.msg.`_corrupt` is not null then
                         case
@@ -83,11 +90,13 @@
                 end as parse_error,
                 {#- the JSON converter with schemas wraps the row: {"schema": .., "payload": {..}} #}
                 case
+                    when {{ tombstone }} then null
                     when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null
                         then {{ cdc_image_map('m.msg.payload') }}
                     else {{ cdc_image_map('m.marked') }}
                 end as fields,
                 case
+                    when {{ tombstone }} then null
                     when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null
                         then m.msg.payload
                     else m.marked
@@ -97,7 +106,8 @@
                         from_json(m.msg.`schema`, 'struct<fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>, items: struct<type: string, name: string, parameters: map<string, string>>>>>').fields,
                         c -> struct(c.field, struct(c.type as type, c.name as name, c.parameters as parameters, c.items as items))
                     )))") }}
-                end as column_types
+                end as column_types,
+                {{ tombstone }} as is_tombstone
             from (
                 select
                     r.*,
