@@ -62,7 +62,7 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(BENCH))
 
 import generate  # noqa: E402
-from lakehouse import broker, postgres  # noqa: E402
+from lakehouse.local import broker, postgres  # noqa: E402
 
 # One query over bronze, one branch per format (each reads only its own topics): parse the
 # message, take the table, key, vendor order and after image, keep the latest change per

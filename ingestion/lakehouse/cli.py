@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lakehouse import __version__, cluster, postgres
+from lakehouse import __version__
+from lakehouse.local import cluster, postgres
 from lakehouse.local import commands as local_commands
 from lakehouse.paths import PROJECT_DIR, lakehouse_dir
 
@@ -353,8 +354,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka(args: argparse.Namespace) -> int:
-    """Run the project's local single-node Kafka broker (see :mod:`lakehouse.broker`)."""
-    from lakehouse import broker
+    """Run the project's local single-node Kafka broker (see :mod:`lakehouse.local.broker`)."""
+    from lakehouse.local import broker
 
     directory = Path(args.dir).expanduser().resolve() if args.dir else broker.broker_dir()
     try:

@@ -1,6 +1,6 @@
 """A real Kafka broker for the tests, and helpers to produce to it and to run the loader.
 
-The broker is the project's own (:mod:`lakehouse.broker`): KRaft, single node, loopback, on
+The broker is the project's own (:mod:`lakehouse.local.broker`): KRaft, single node, loopback, on
 free ports, in a temporary directory, started once per test session and stopped at its end.
 It also listens with SASL_PLAINTEXT/PLAIN so the SASL passthrough is tested for real.
 
@@ -113,7 +113,7 @@ _RUNNING: list[Broker] = []
 @pytest.fixture(scope="session", name="kafka_broker")
 def kafka_broker_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """A real single-node Kafka (KRaft) on free loopback ports for the whole test session."""
-    from lakehouse import broker
+    from lakehouse.local import broker
     from lakehouse.ports import free_ports
 
     if _RUNNING:

@@ -96,7 +96,7 @@ def metastore() -> Iterator[dict[str, Any]]:
     finally:
         subprocess.run([str(BIN / "lakehouse"), "postgres", "down", "--dir", str(directory)], env=env,
                        capture_output=True, timeout=120)
-        from lakehouse import postgres
+        from lakehouse.local import postgres
 
         postgres.stop(directory)  # no-op when `down` worked; the safety net when it did not
         shutil.rmtree(directory, ignore_errors=True)
@@ -119,7 +119,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     finally:
         subprocess.run([str(BIN / "lakehouse"), "cluster", "down", "--dir", str(directory)], env=env,
                        capture_output=True, timeout=180)
-        from lakehouse import cluster
+        from lakehouse.local import cluster
 
         cluster.stop(directory)  # no-op when `down` worked
 
@@ -161,7 +161,7 @@ def _embedded_gold(lakehouse: InProcessLakehouse, tmp_path: Path) -> list[str]:
 
 def _registered(metastore: dict[str, Any]) -> set[str]:
     """The tables the PostgreSQL metastore database holds, as ``schema.table``."""
-    from lakehouse import postgres
+    from lakehouse.local import postgres
 
     info = postgres.status(metastore["dir"])
     assert info is not None, "the PostgreSQL server is not running"

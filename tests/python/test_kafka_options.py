@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 import pytest
-from lakehouse import broker
 from lakehouse.cli import build_parser
 from lakehouse.kafka_loader import (
     MASK,
@@ -18,6 +17,7 @@ from lakehouse.kafka_loader import (
     parse_topics,
     source_options,
 )
+from lakehouse.local import broker
 
 
 def _args(*extra: str) -> argparse.Namespace:

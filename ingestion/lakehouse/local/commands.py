@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lakehouse import broker
-from lakehouse.local import HarnessError, debezium, mariadb, pg_source, progress
+from lakehouse.local import HarnessError, broker, debezium, mariadb, pg_source, progress
 
 DATABASES = ("postgres", "mariadb")
 
@@ -26,7 +25,7 @@ def cmd_source(args: argparse.Namespace) -> int:
     try:
         if args.action == "bin":
             if pg:
-                from lakehouse import postgres
+                from lakehouse.local import postgres
 
                 print(postgres.bin_dir())
             else:

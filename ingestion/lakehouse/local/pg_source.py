@@ -1,6 +1,6 @@
 """A local PostgreSQL *source* database for Debezium (``lakehouse source up postgres``).
 
-Separate from the metastore server of :mod:`lakehouse.postgres` (own folder, own port), whose
+Separate from the metastore server of :mod:`lakehouse.local.postgres` (own folder, own port), whose
 helpers it reuses (initdb as the ``postgres`` OS user, ``pg_ctl`` start/stop, ``psql``): a source
 needs logical decoding (``wal_level=logical``, replication slots and WAL senders), which a
 metastore does not, and a test must be able to throw it away without touching the metastore.
@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lakehouse import postgres
-from lakehouse.local import SOURCES_DIR, HarnessError
+from lakehouse.local import SOURCES_DIR, HarnessError, postgres
 
 DEFAULT_PORT = 5434
 DEFAULT_DATABASE = "shop"
