@@ -121,7 +121,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.from_file:
         status = _ingest_file(args)
         return build() if build is not None and status == 0 else status
-    from lakehouse.kafka_loader import ingest_kafka
+    from lakehouse.kafka_loader.stream import ingest_kafka
 
     if args.follow and args.build_every is None:
         args.build_every = DEFAULT_BUILD_EVERY

@@ -20,7 +20,8 @@ import pytest
 from conftest import InProcessLakehouse
 from lakehouse import bronze, file_source
 from lakehouse.cli import build_parser
-from lakehouse.kafka_loader import CONSUMER_DEFAULTS, client_options, planned_ranges, source_options
+from lakehouse.kafka_loader.offsets import planned_ranges
+from lakehouse.kafka_loader.options import CONSUMER_DEFAULTS, client_options, source_options
 
 
 def _envelope(topic: str, offset: int, partition: int = 0, payload: str | None = None) -> str:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import BIN, PROJECT, CliLakehouse
-from lakehouse import kafka_loader
+from lakehouse.kafka_loader.builds import Builds
+from lakehouse.kafka_loader.sink import Totals
 
 SAMPLE = PROJECT / "samples" / "debezium_inventory.jsonl"
 
@@ -52,7 +53,7 @@ def test_build_options_are_checked_before_anything_starts(tmp_path: Path, extra:
 def test_following_builds_outlive_a_build_that_raises(capsys: pytest.CaptureFixture[str]) -> None:
     """``--follow --build``: a build that raises (not one whose node failed, which dbt reports
     as a status) is reported, and the loader goes on to build again once more records land."""
-    totals = kafka_loader._Totals()  # noqa: SLF001 - the loader's own bookkeeping
+    totals = Totals()
     calls: list[int] = []
 
     def build() -> int:
@@ -61,7 +62,7 @@ def test_following_builds_outlive_a_build_that_raises(capsys: pytest.CaptureFixt
             raise RuntimeError("the gateway went away\n\tat py4j.Gateway.invoke(Gateway.java:1)")
         return 0
 
-    builds = kafka_loader._Builds(build, 0.2, totals)  # noqa: SLF001
+    builds = Builds(build, 0.2, totals)
     assert not builds.due()  # the first build one interval after the start
     time.sleep(0.25)
     assert builds.due()
@@ -82,12 +83,12 @@ def test_following_tests_run_apart_from_the_builds_at_most_so_often(capsys: pyte
     one that failed, then again only once the interval has gone by and a build has passed since;
     failed tests are reported, the loader goes on, and they give the exit status while the last
     build passed."""
-    totals = kafka_loader._Totals()  # noqa: SLF001 - the loader's own bookkeeping
+    totals = Totals()
     build_status = [1, 0, 0, 0]
     test_status = [1, 0]
 
-    builds = kafka_loader._Builds(lambda: build_status.pop(0), 0.01, totals,  # noqa: SLF001
-                                  lambda: test_status.pop(0), 0.3)  # fmt: skip
+    builds = Builds(lambda: build_status.pop(0), 0.01, totals,
+                    lambda: test_status.pop(0), 0.3)  # fmt: skip
     assert not builds.tests_due()  # nothing built yet
     time.sleep(0.02)
     builds.run()  # fails
@@ -121,7 +122,7 @@ def test_following_loader_reads_bronze_ahead_of_a_build_only_while_idle(capsys: 
     """``--follow --build``: between batches and builds the loader reads bronze's new snapshot
     (``bronze.read_ahead``) once per landing, never while the stream is busy, not after a build
     that read it already; a read that fails is reported and the loader goes on."""
-    totals = kafka_loader._Totals()  # noqa: SLF001 - the loader's own bookkeeping
+    totals = Totals()
     reads: list[int] = []
 
     def read_ahead() -> None:
@@ -129,7 +130,7 @@ def test_following_loader_reads_bronze_ahead_of_a_build_only_while_idle(capsys: 
         if len(reads) == 2:
             raise RuntimeError("bronze is being rewritten\n\tat py4j.Gateway.invoke(Gateway.java:1)")
 
-    builds = kafka_loader._Builds(lambda: 0, 0.01, totals, read_ahead=read_ahead)  # noqa: SLF001
+    builds = Builds(lambda: 0, 0.01, totals, read_ahead=read_ahead)
     builds.idle(stream_busy=False)
     assert reads == []  # nothing landed yet
     totals.landed = 10

@@ -31,7 +31,7 @@ from kafka_fixtures import (
     summary,
     wait_group_gone,
 )
-from lakehouse.kafka_loader import checkpoint_name
+from lakehouse.kafka_loader.options import checkpoint_name
 
 TOPIC = "exactly.once"
 TOTAL = 50_000

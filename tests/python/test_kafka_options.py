@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from lakehouse.cli import build_parser
-from lakehouse.kafka_loader import (
+from lakehouse.kafka_loader import LoaderError
+from lakehouse.kafka_loader.offsets import describe_progress
+from lakehouse.kafka_loader.options import (
     MASK,
-    LoaderError,
     checkpoint_name,
     client_options,
-    describe_progress,
     parse_properties,
     parse_topics,
     source_options,
@@ -121,7 +121,7 @@ def test_broker_config_is_loopback_only() -> None:
 
 
 def test_spark_55271_is_recognised_and_nothing_else() -> None:
-    from lakehouse.kafka_loader import _is_replay_metrics_bug
+    from lakehouse.kafka_loader.stream import _is_replay_metrics_bug
 
     seen = (
         "[STREAM_FAILED] Query [id = 0ffa58d0, runId = ab9debdc] terminated with exception: "
