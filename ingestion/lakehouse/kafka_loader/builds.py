@@ -3,7 +3,7 @@
 The loader's stream lands in the background; between its progress reports :mod:`.stream` asks
 :class:`Builds` whether a build (or the data tests of ``--test-every``) is due and runs it in
 the same process and Spark session, and while the stream is idle reads bronze ahead of the
-next build. The builds themselves are ``lakehouse build`` (:func:`lakehouse.cli.run_dbt`),
+next build. The builds themselves are ``lakehouse build`` (:func:`lakehouse.cli.build.run_dbt`),
 handed in as callables.
 """
 

@@ -197,7 +197,7 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _print_summary(totals, checkpoint, started, failed=False)
-    from lakehouse.cli import conflicts_status
+    from lakehouse.cli.ingest import conflicts_status
 
     if conflicts_status(totals.conflicting, getattr(args, "accept_conflicts", False), "kafka"):
         # no build on a lakehouse fed from two histories until someone has looked
@@ -298,7 +298,7 @@ def _watch(query: Any, stop_signal: list[int], builds: Builds | None = None) -> 
 
 def _print_summary(totals: Totals, checkpoint: Path, started: float, failed: bool) -> None:
     seconds = time.monotonic() - started
-    from lakehouse.cli import conflicts_note
+    from lakehouse.cli.ingest import conflicts_note
 
     skipped = totals.read - totals.landed - totals.conflicting
     print(

@@ -1,15 +1,15 @@
 """Local helpers around the product: servers for development, tests and trying it out.
 
 These are conveniences around the lakehouse, not part of it; production points it at its own
-Kafka, metastore database and cluster. They run, on 127.0.0.1 and from what the machine already
-has or Maven Central: a single-node Kafka broker (:mod:`.broker`, ``lakehouse kafka``), a
-PostgreSQL server for a shared Hive metastore (:mod:`.postgres`, ``lakehouse postgres``) and a
-Spark standalone cluster (:mod:`.cluster`, ``lakehouse cluster``); and the real-database harness
-(docs/real-databases.md), which starts PostgreSQL and MariaDB source databases from Debian's
-packages (:mod:`.pg_source`, :mod:`.mariadb`) and runs Debezium's embedded engine into that
-broker (:mod:`.debezium`), so that the lakehouse can be tried and tested on what real databases
-and a real CDC tool write; ``lakehouse source`` and ``lakehouse debezium`` (:mod:`.commands`) are
-the harness's command line. What follows is shared by the harness's modules.
+Kafka, metastore database and cluster. They run on 127.0.0.1, from what the machine already has
+or Maven Central: a single-node Kafka broker (:mod:`.broker`), a PostgreSQL server for a shared
+Hive metastore (:mod:`.postgres`), a Spark standalone cluster (:mod:`.cluster`), and the
+real-database harness (docs/real-databases.md), which starts PostgreSQL and MariaDB source
+databases from Debian's packages (:mod:`.pg_source`, :mod:`.mariadb`) and runs Debezium's
+embedded engine into that broker (:mod:`.debezium`), so that the lakehouse can be tried and
+tested on what real databases and a real CDC tool write. Their command line (``lakehouse
+kafka``, ``postgres``, ``cluster``, ``source``, ``debezium``) is in :mod:`lakehouse.cli`, a
+module per command. What follows is shared by the harness's modules.
 """
 
 from __future__ import annotations

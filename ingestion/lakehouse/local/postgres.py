@@ -23,18 +23,15 @@ package creates (``LAKEHOUSE_POSTGRES_OS_USER`` to choose another).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import pwd
 import re
 import secrets
-import shlex
 import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,75 +344,3 @@ def stop(directory: Path | None = None, timeout: float = 60.0) -> PostgresInfo |
 
 
 # --------------------------------------------------------------------------- command line
-
-
-def _progress(message: str) -> None:
-    print(f"[lakehouse] {message}", file=sys.stderr, flush=True)
-
-
-def _exports(env: dict[str, str]) -> str:
-    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
-
-
-def cmd_postgres(args: argparse.Namespace) -> int:
-    """``lakehouse postgres up|down|status|env|bin``: see :func:`register`."""
-    directory = Path(args.dir).expanduser().resolve() if args.dir else postgres_dir()
-    try:
-        if args.action == "bin":
-            print(bin_dir())
-        elif args.action == "up":
-            if status(directory) is None:
-                _progress(f"starting PostgreSQL on 127.0.0.1:{args.port or default_port()} ({directory})")
-            info = start(args.port, directory)
-            if ensure_database(info, args.database):
-                _progress(f"created database {args.database}: the metastore schema is made at Spark's first use")
-            _progress(f"PostgreSQL is up (pid {info.pid}); log: {directory / 'logs' / 'postgres.log'}")
-            again = "".join([f" --dir {shlex.quote(str(directory))}" if args.dir else "",
-                             f" --database {args.database}" if args.database != DEFAULT_DATABASE else ""])
-            _progress(f'use it as the metastore: eval "$(lakehouse postgres env{again})" (or export the lines below)')
-            print(_exports(metastore_env(info, args.database)))
-        elif args.action == "env":
-            info = status(directory)
-            if info is None:
-                _progress(f"PostgreSQL is not running ({directory}): lakehouse postgres up")
-                return 1
-            print(_exports(metastore_env(info, args.database)))
-        elif args.action == "down":
-            stopped = stop(directory)
-            _progress(f"PostgreSQL stopped (pid {stopped.pid})" if stopped else "PostgreSQL was not running")
-        else:
-            info = status(directory)
-            if info is None:
-                _progress(f"PostgreSQL is not running ({directory})")
-                return 1
-            print(f"127.0.0.1:{info.port} pid {info.pid} dir {info.directory}")
-    except PostgresError as exc:
-        _progress(str(exc))
-        return 1
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``lakehouse postgres`` to the CLI's subcommands."""
-    cmd = sub.add_parser(
-        "postgres",
-        help="start/stop a local PostgreSQL server for a shared Hive metastore",
-        description=(
-            "A local PostgreSQL server (Debian's postgresql package) on 127.0.0.1 for the Hive "
-            "metastore, so that the loader, dbt, lakehouse serve and lakehouse sql share tables at "
-            "the same time. `up` starts it (initdb at the first start), creates the database and "
-            "prints the LAKEHOUSE_METASTORE_* variables to export; data in LAKEHOUSE_POSTGRES_DIR "
-            "(default .cache/postgres)."
-        ),
-    )
-    cmd.add_argument("action", choices=("up", "down", "status", "env", "bin"))
-    cmd.add_argument(
-        "--port", type=int, default=None, metavar="N",
-        help=f"port on 127.0.0.1 (default: LAKEHOUSE_POSTGRES_PORT or {DEFAULT_PORT})",
-    )  # fmt: skip
-    cmd.add_argument(
-        "--database", default=DEFAULT_DATABASE, metavar="NAME",
-        help=f"metastore database to create (up) or print (env) (default: {DEFAULT_DATABASE})",
-    )  # fmt: skip
-    cmd.add_argument("--dir", metavar="PATH", help="server directory (data, logs, password)")
-    cmd.set_defaults(func=cmd_postgres)
