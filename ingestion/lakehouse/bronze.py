@@ -221,9 +221,9 @@ def read_ahead(spark: SparkSession) -> None:
 
     Why: the first query over a Delta table after a commit rebuilds the snapshot's state before
     it can skip a file, in Spark jobs of their own, which the parse's insert would otherwise
-    wait for at every build. A following loader
-    between a batch and its next build has the time to pay it (``_Builds.idle``). The filter
-    keeps no file (every record was stamped before now), so the query reads no record.
+    wait for at every build. A following loader between a batch and its next build has the time
+    to pay it (:meth:`lakehouse.kafka_loader.builds.Builds.idle`). The filter keeps no file
+    (every record was stamped before now), so the query reads no record.
     """
     spark.sql(f"select 1 from {TABLE} where ingested_at > current_timestamp() limit 1").collect()
 
