@@ -191,7 +191,8 @@ def test_every_debezium_type_reads_as_its_spark_type(lakehouse):
                           "where source_table = 'all_types'")
     assert sorted(r["t"] for r in sent) == ["-1", str(NOON * 1000 + 123)]
     # the SMT's row too: a struct and an array stay JSON, numbers exact, the SMT's fields gone
-    smt_row = json.loads(lakehouse.rows("select row from gold.cdc_current_state where source_table = 'smt_types'")[0]["row"])
+    smt_rows = lakehouse.rows("select row from gold.cdc_current_state where source_table = 'smt_types'")
+    smt_row = json.loads(smt_rows[0]["row"])
     sent_smt = json.loads(_smt_message(smt))["payload"]
     assert smt_row == {k: v for k, v in sent_smt.items() if k != "__deleted"}
 
