@@ -553,6 +553,34 @@ def _keep_conflicts(
     return int(found.get["rows"])
 
 
+def conflicts_note(conflicting: int) -> str:
+    """``, conflicting N (kept in bronze.kafka_conflicts)`` for the summary line; nothing for none."""
+    if not conflicting:
+        return ""
+    return f", conflicting {conflicting} (kept in {CONFLICTS_TABLE})"
+
+
+def conflicts_status(conflicting: int, accepted: bool, source: str, batch_id: str | None = None) -> int:
+    """The exit status after a landing that found ``conflicting`` records: 1 unless accepted.
+
+    A conflict is a record whose (topic, partition, offset) bronze holds with other bytes: a
+    recreated topic, a dump of another cluster. Bronze keeps its version either way; failing
+    makes a script stop before it builds on a lakehouse fed from two histories.
+    """
+    if not conflicting:
+        return 0
+    where = f" where batch_id = '{batch_id}'" if batch_id else ""
+    print(
+        f"[lakehouse] ingest {source}: {conflicting} record(s) have a (topic, partition, offset) that bronze "
+        f"holds with another key or value; bronze kept its own, both versions are in {CONFLICTS_TABLE} "
+        f"(lakehouse sql \"select * from {CONFLICTS_TABLE}{where}\")"
+        + ("" if accepted else ". Exit status 1: rerun with --accept-conflicts once reviewed"),
+        file=sys.stderr,
+        flush=True,
+    )
+    return 0 if accepted else 1
+
+
 def ensure_conflicts_table(spark: SparkSession) -> None:
     """Create :data:`CONFLICTS_TABLE` if this lakehouse does not have it yet."""
     if not spark.catalog.tableExists(CONFLICTS_TABLE):

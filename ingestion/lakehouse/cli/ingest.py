@@ -2,9 +2,9 @@
 
 A dump file is landed here in one batch (:func:`lakehouse.bronze.land`); Kafka topics by the
 loader (:mod:`lakehouse.kafka_loader`). Both report conflicting records the same way
-(:func:`conflicts_note`, :func:`conflicts_status`). With ``--build`` the landing is followed
-by ``lakehouse build`` (:func:`lakehouse.cli.build.run_dbt`) in the same process and Spark
-session; with ``--follow`` too, the loader schedules the builds.
+(:func:`lakehouse.bronze.conflicts_note`, :func:`lakehouse.bronze.conflicts_status`). With
+``--build`` the landing is followed by ``lakehouse build`` (:func:`lakehouse.cli.build.run_dbt`)
+in the same process and Spark session; with ``--follow`` too, the loader schedules the builds.
 """
 
 from __future__ import annotations
@@ -98,40 +98,10 @@ def _ingest_file(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     print(
         f"ingest {path.name}: read {result.read}, landed {result.landed}, "
-        f"skipped {result.skipped} as already landed{conflicts_note(result.conflicting)} "
+        f"skipped {result.skipped} as already landed{bronze.conflicts_note(result.conflicting)} "
         f"(batch {result.batch_id}, {seconds:.1f}s)"
     )
-    return conflicts_status(result.conflicting, args.accept_conflicts, str(path), result.batch_id)
-
-
-def conflicts_note(conflicting: int) -> str:
-    """``, conflicting N (kept in bronze.kafka_conflicts)`` for the summary line; nothing for none."""
-    if not conflicting:
-        return ""
-    from lakehouse.bronze import CONFLICTS_TABLE
-
-    return f", conflicting {conflicting} (kept in {CONFLICTS_TABLE})"
-
-
-def conflicts_status(conflicting: int, accepted: bool, source: str, batch_id: str | None = None) -> int:
-    """The exit status after a landing that found ``conflicting`` records: 1 unless accepted.
-
-    A conflict is a record whose (topic, partition, offset) bronze holds with other bytes: a
-    recreated topic, a dump of another cluster. Bronze keeps its version either way; failing
-    makes a script stop before it builds on a lakehouse fed from two histories.
-    """
-    if not conflicting:
-        return 0
-    from lakehouse.bronze import CONFLICTS_TABLE
-
-    where = f" where batch_id = '{batch_id}'" if batch_id else ""
-    progress(
-        f"ingest {source}: {conflicting} record(s) have a (topic, partition, offset) that bronze holds with "
-        f"another key or value; bronze kept its own, both versions are in {CONFLICTS_TABLE} "
-        f"(lakehouse sql \"select * from {CONFLICTS_TABLE}{where}\")"
-        + ("" if accepted else ". Exit status 1: rerun with --accept-conflicts once reviewed")
-    )
-    return 0 if accepted else 1
+    return bronze.conflicts_status(result.conflicting, args.accept_conflicts, str(path), result.batch_id)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -197,9 +197,7 @@ def _run(args: argparse.Namespace, client: ClientOptions, options: dict[str, str
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _print_summary(totals, checkpoint, started, failed=False)
-    from lakehouse.cli.ingest import conflicts_status
-
-    if conflicts_status(totals.conflicting, getattr(args, "accept_conflicts", False), "kafka"):
+    if bronze.conflicts_status(totals.conflicting, getattr(args, "accept_conflicts", False), "kafka"):
         # no build on a lakehouse fed from two histories until someone has looked
         if builds is not None:
             progress(builds.summary())
@@ -298,12 +296,11 @@ def _watch(query: Any, stop_signal: list[int], builds: Builds | None = None) -> 
 
 def _print_summary(totals: Totals, checkpoint: Path, started: float, failed: bool) -> None:
     seconds = time.monotonic() - started
-    from lakehouse.cli.ingest import conflicts_note
-
     skipped = totals.read - totals.landed - totals.conflicting
     print(
         f"ingest kafka: read {totals.read}, landed {totals.landed}, skipped {skipped} as already "
-        f"landed{conflicts_note(totals.conflicting)} ({totals.batches} batch{'es' if totals.batches != 1 else ''}"
+        f"landed{bronze.conflicts_note(totals.conflicting)} "
+        f"({totals.batches} batch{'es' if totals.batches != 1 else ''}"
         f"{', FAILED' if failed else ''}, checkpoint {checkpoint.name}, {seconds:.1f}s)",
         flush=True,
     )
