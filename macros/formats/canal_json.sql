@@ -138,7 +138,9 @@
             case
                 when not x.is_dml then x.key_names
                 when x.entry is null then null
-                when not coalesce(size(x.key_names) > 0, false) then map_keys(x.entry.row_maps)
+                {#- no pkNames at all: no key columns (as the fast parser, CanalFast.keyColumns) #}
+                when x.key_names is null then null
+                when size(x.key_names) = 0 then map_keys(x.entry.row_maps)
                 when size(array_except(x.key_names, map_keys(x.entry.row_maps))) = 0 then x.key_names
                 else transform(x.key_names, k -> coalesce(
                     case when map_contains_key(x.entry.row_maps, k) then k end,

@@ -203,8 +203,7 @@ final class CanalFast {
   }
 
   /**
-   * key_columns as the SQL parser gives them for one row: no pkNames (absent or null), none
-   * ({@code size(null)} is -1 there, so neither the multiset nor the key branch applies);
+   * key_columns as the SQL parser gives them for one row: no pkNames (absent or null), none;
    * empty pkNames, every column of the row (a multiset); else pkNames as they are when each
    * is a distinct string naming a column of the row exactly. Other spellings, repeats, nulls:
    * not common.
