@@ -416,7 +416,8 @@ redelivered as (
 
     {#- a change delivered again at another Kafka offset (a connector replays from its stored
         offset) carries the same vendor position, op and row: with a position, it sorts right
-        after its first delivery and is no version of its own (SPEC rule 5). Copies of one
+        after its first delivery and is no version of its own (SPEC rule 5). Snapshot rows
+        share one position (identical rows of a keyless table are copies), and copies of one
         apply order are left to the window below #}
     select * except (previous)
     from (
@@ -430,7 +431,8 @@ redelivered as (
         )
     ) as ordered
     where not (
-        vendor_sequence is not null
+        op <> 'r'
+        and vendor_sequence is not null
         and previous.vendor_sequence <=> vendor_sequence
         and previous.op <=> op
         and previous.row <=> row
