@@ -412,35 +412,6 @@ versions_by_key as (
 
 ),
 
-redelivered as (
-
-    {#- a change delivered again at another Kafka offset (a connector replays from its stored
-        offset) carries the same vendor position, op and row: with a position, it sorts right
-        after its first delivery and is no version of its own (SPEC rule 5). Snapshot rows
-        share one position (identical rows of a keyless table are copies), and copies of one
-        apply order are left to the window below #}
-    select * except (previous)
-    from (
-        select
-            *,
-            lag(struct(op, row, vendor_sequence, apply_order)) over key_order as previous
-        from versions_by_key
-        window key_order as (
-            partition by key_hash, source_database, source_schema, source_table, pk
-            order by apply_order asc, ingested_at desc, is_stored asc
-        )
-    ) as ordered
-    where not (
-        op <> 'r'
-        and vendor_sequence is not null
-        and previous.vendor_sequence <=> vendor_sequence
-        and previous.op <=> op
-        and previous.row <=> row
-        and not previous.apply_order <=> apply_order
-    )
-
-),
-
 intervals as (
 
     {#- each version ends at its key's next one. A change delivered twice is one version: its
@@ -455,7 +426,7 @@ intervals as (
             *,
             lead(event_time) over key_order as valid_to,
             lead(apply_order) over key_order as next_apply_order
-        from redelivered
+        from versions_by_key
         window key_order as (
             partition by key_hash, source_database, source_schema, source_table, pk
             order by apply_order asc, ingested_at desc, is_stored asc
