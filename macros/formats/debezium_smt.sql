@@ -34,6 +34,14 @@
         (m.value is null or (m.msg.`schema` is not null and m.msg.payload is null
             and array_sort(map_keys({{ cdc_image_map('m.marked') }})) = array('payload', 'schema')))
     {%- endset -%}
+    {#- the row's JSON: the JSON converter with schemas wraps it, {"schema": .., "payload": {..}} -#}
+    {%- set fields_json -%}
+        case
+            when {{ tombstone }} then null
+            when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null then m.msg.payload
+            else m.marked
+        end
+    {%- endset -%}
     {%- set exprs = cdc_record_passthrough('e') -%}
     {%- do exprs.update({
             'row_index': '0',
@@ -88,19 +96,8 @@
                             else 'invalid JSON'
                         end
                 end as parse_error,
-                {#- the JSON converter with schemas wraps the row: {"schema": .., "payload": {..}} #}
-                case
-                    when {{ tombstone }} then null
-                    when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null
-                        then {{ cdc_image_map('m.msg.payload') }}
-                    else {{ cdc_image_map('m.marked') }}
-                end as fields,
-                case
-                    when {{ tombstone }} then null
-                    when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null
-                        then m.msg.payload
-                    else m.marked
-                end as fields_json,
+                {{ cdc_image_map(fields_json) }} as fields,
+                {{ fields_json }} as fields_json,
                 case when m.msg.`schema` is not null and {{ cdc_image_map('m.msg.payload') }} is not null then
                     {{ cdc_unmark_json("to_json(map_from_entries(transform(
                         from_json(m.msg.`schema`, 'struct<fields: array<struct<field: string, type: string, name: string, parameters: map<string, string>, items: struct<type: string, name: string, parameters: map<string, string>>>>>').fields,

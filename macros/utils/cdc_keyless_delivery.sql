@@ -1,4 +1,4 @@
-{% macro cdc_keyless_delivery(relation='') -%}
+{% macro cdc_keyless_delivery() -%}
     {#-
         SQL: what identifies one change of a table without a key, so that the same change
         delivered twice counts once in its multiset (SPEC rule 5). A connector that restarts
@@ -8,6 +8,5 @@
         timestamp) identical rows of one transaction cannot be told from a replay and count
         once. Snapshot rows (op r) share one position and count by their own order.
     -#}
-    {%- set r = relation ~ '.' if relation else '' -%}
-    case when {{ r }}op = 'r' or {{ r }}vendor_sequence is null then {{ r }}apply_order else {{ r }}vendor_sequence end
+    case when op = 'r' or vendor_sequence is null then apply_order else vendor_sequence end
 {%- endmacro %}
