@@ -365,6 +365,14 @@
     {{ return(orders) }}
 {%- endmacro %}
 
+{% macro _cdc_same_position(order, other) -%}
+    {#- True when two apply orders (cdc_apply_order) share a vendor position: phase and the
+        three parts of the vendor's sequence, none of them all zero (no position). A change
+        at the stored newest one's position may be its replay at a later Kafka offset. -#}
+    {%- set parts = order.split('.')[:4] -%}
+    {{ return(parts == other.split('.')[:4] and parts[1:] != ['010', '010', '010']) }}
+{%- endmacro %}
+
 {% macro cdc_new_change_counts(changes, watermark, latest_versions, broadcast_limit=250000, stored_orders=none) -%}
     {#-
         What the changes newer than `watermark` (cdc_watermark's string) hold, read at compile
@@ -381,7 +389,8 @@
         And 'late', from `latest_versions` (SQL of a relation: source_database, source_schema,
         source_table, pk, apply_order of each key's latest stored change): how many keys (a
         key-changing update's old key included) get a change no newer than their latest stored
-        one, a late arrival or a replay (a copy of the latest stored change itself counts). With
+        one, a late arrival or a replay (a copy of the latest stored change itself counts, and
+        so does a change at its vendor position: a redelivery at a later Kafka offset). With
         no late key, every new change of a key comes after all it has stored, and a model whose
         stored rows only a later change can touch may MERGE its keys' latest rows alone. A
         second query, run only for a small increment: its keys are broadcast to the scan of the
@@ -409,7 +418,8 @@
     {%- if stored_orders is mapping and counts.changes > 0 -%}
         {%- set older = [] -%}
         {%- for table_key, span in counts.orders.items() -%}
-            {%- if stored_orders.get(table_key) is not none and (span[0] is none or span[0] <= stored_orders[table_key]) -%}
+            {%- set stored = stored_orders.get(table_key) -%}
+            {%- if stored is not none and (span[0] is none or span[0] <= stored or _cdc_same_position(span[0], stored)) -%}
                 {%- do older.append(table_key) -%}
             {%- endif -%}
         {%- endfor -%}
@@ -425,13 +435,15 @@
     {%- set query -%}
         select /*+ broadcast(new_keys) */ count(*) as late
         from (
-            select source_database, source_schema, source_table, pk, min(apply_order) as first_new_order
+            select
+                source_database, source_schema, source_table, pk, min(apply_order) as first_new_order,
+                collect_set(vendor_sequence) as positions
             from (
-                select source_database, source_schema, source_table, pk, apply_order
+                select source_database, source_schema, source_table, pk, apply_order, vendor_sequence
                 from {{ new_changes }} as changes_with_key
                 where op in ('c', 'u', 'r', 'd')
                 union all
-                select source_database, source_schema, source_table, before_pk as pk, apply_order
+                select source_database, source_schema, source_table, before_pk as pk, apply_order, vendor_sequence
                 from {{ new_changes }} as changes_with_old_key
                 where op = 'u' and before_pk is not null
             ) as touched
@@ -443,7 +455,10 @@
                 and new_keys.source_schema <=> latest.source_schema
                 and new_keys.source_table = latest.source_table
                 and new_keys.pk = latest.pk
-                and new_keys.first_new_order <= latest.apply_order
+                and (
+                    new_keys.first_new_order <= latest.apply_order
+                    or array_contains(new_keys.positions, latest.vendor_sequence)
+                )
     {%- endset -%}
     {%- do counts.update({'late': run_query(query).rows[0]['late']}) -%}
     {{ return(counts) }}

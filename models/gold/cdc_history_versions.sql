@@ -56,7 +56,7 @@
 {%- set unchanged = cdc_unchanged_since(recorded, silver_commit) %}
 {#- an increment of at most this many changes has its keys broadcast (late check and model) #}
 {%- set broadcast_limit = 250000 %}
-{%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order from ' ~ this ~ ' where is_open and not is_closer)' %}
+{%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order, vendor_sequence from ' ~ this ~ ' where is_open and not is_closer)' %}
 {#- the newest apply order stored per source table, which the last commit recorded (read once
     from the open versions when it did not say: a first build's, or an earlier version's; none
     when it said none, over the bound below): an increment no older than it needs no late check #}
@@ -372,7 +372,7 @@ known_of_affected as (
 
 ),
 
-versions as (
+versions_without_stored_rows as (
 
     select * from new_effects
     union all
@@ -394,6 +394,51 @@ versions as (
     ) as predecessors
 
 ),
+
+repeated_stored_rows as (
+
+    {#- the row images of the stored versions that a new change may repeat (same key, vendor
+        position and op: a connector restarted after a crash replays from its stored offset),
+        for the comparison in `redelivered`. Usually none, and then no row image is read #}
+    {%- if is_incremental() %}
+    select /*+ broadcast(repeated) */ stored.version_id, stored.row
+    from {{ this }} as stored
+    left semi join (
+        select known.stored_version_id
+        from known_of_affected as known
+        inner join new_effects
+            on
+                known.source_database <=> new_effects.source_database
+                and known.source_schema <=> new_effects.source_schema
+                and known.source_table = new_effects.source_table
+                and known.pk = new_effects.pk
+                and known.vendor_sequence = new_effects.vendor_sequence
+                and known.op = new_effects.op
+        where known.op <> 'r'
+    ) as repeated
+        on stored.version_id = repeated.stored_version_id
+    {%- else %}
+    select cast(null as string) as version_id, cast(null as string) as row
+    where false
+    {%- endif %}
+
+),
+
+versions as (
+
+    select
+        {%- for c in history_columns %}
+        {%- if c == 'row' %}
+        coalesce(versions.row, repeated.row) as row{{ ',' if not loop.last }}
+        {%- else %}
+        versions.{{ c }}{{ ',' if not loop.last }}
+        {%- endif %}
+        {%- endfor %}
+    from versions_without_stored_rows as versions
+    left join repeated_stored_rows as repeated
+        on versions.stored_version_id = repeated.version_id
+
+),
 {%- endif %}
 
 versions_by_key as (
@@ -412,6 +457,36 @@ versions_by_key as (
 
 ),
 
+redelivered as (
+
+    {#- a change delivered again at another Kafka offset (a connector replays from its stored
+        offset after a crash) has the vendor position, op and row of its first delivery and,
+        ordered by position first, comes right after it: it is no version of its own (SPEC
+        rule 5). Snapshot rows share one position, and copies at one apply order are left to
+        the window below #}
+    select * except (previous)
+    from (
+        select
+            *,
+            lag(struct(op, row, vendor_sequence, apply_order)) over key_order as previous
+        from versions_by_key
+        window key_order as (
+            partition by key_hash, source_database, source_schema, source_table, pk
+            order by apply_order asc, ingested_at desc, is_stored asc
+        )
+    ) as ordered
+    where not coalesce(
+        not is_stored
+        and op <> 'r'
+        and previous.vendor_sequence = vendor_sequence
+        and previous.op = op
+        and previous.row <=> row
+        and previous.apply_order <> apply_order,
+        false
+    )
+
+),
+
 intervals as (
 
     {#- each version ends at its key's next one. A change delivered twice is one version: its
@@ -426,7 +501,7 @@ intervals as (
             *,
             lead(event_time) over key_order as valid_to,
             lead(apply_order) over key_order as next_apply_order
-        from versions_by_key
+        from redelivered
         window key_order as (
             partition by key_hash, source_database, source_schema, source_table, pk
             order by apply_order asc, ingested_at desc, is_stored asc

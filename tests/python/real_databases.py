@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -510,6 +511,30 @@ def typed_view_rows(dumped: Dump, view: str, cols: list[tuple[str, str, str]]) -
                 row[name] = f"<unreadable {r[name]!r}: {exc}>"
         out.append(row)
     return out
+
+
+def busy_transactions(count: int, rows: int, begin: str = "begin") -> list[str]:
+    """``count`` transactions on a table ``busy (id, v, pad)`` of ``rows`` rows: two updates, an
+    insert and a delete each, in SQL that PostgreSQL and MariaDB both run."""
+    return [f"""{begin};
+        update busy set v = v + 1 where id in ({i * 97 % rows + 1}, {rows - i});
+        insert into busy values ({rows + 1 + i}, {i}, 'new');
+        delete from busy where id = {i * 31 % rows + 2};
+        commit""" for i in range(count)]
+
+
+def write_during_snapshot(run_sql: Any, snapshot_started: Any, statements: list[str], done: list[str]) -> None:
+    """Run ``statements`` one after another from the moment ``snapshot_started()`` (a query on the
+    database: the connector has connected and begins its snapshot) says so, appending each to
+    ``done``: a snapshot taken while writes go on, as it is on a production database."""
+    deadline = time.monotonic() + 120
+    while not snapshot_started():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+    for statement in statements:
+        run_sql(statement)
+        done.append(statement)
 
 
 def build_failure(proc: subprocess.CompletedProcess[str]) -> str:

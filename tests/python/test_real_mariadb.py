@@ -1,10 +1,11 @@
 """A real MariaDB 10.11 through Debezium 3.5's MariaDB connector into Kafka and the lakehouse, equal to its rows.
 
-As test_real_postgres.py: one database, one lakehouse, three builds (snapshot; a stream during
-which the connector is killed and replays; more), each followed by a comparison of
-``gold.cdc_current_state`` and every typed view with the database's rows, the SCD2 history of
-``accounts`` against the workload's states, and ExtractNewRecordState (``debezium-smt``, the
-transform's defaults) on the same data. The binlog's DDL lands from the schema-change topic.
+As test_real_postgres.py: one database, one lakehouse, three builds (the snapshot, taken while
+transactions go on in one table; a stream during which the connector is killed and replays;
+more), each followed by a comparison of ``gold.cdc_current_state`` and every typed view with the
+database's rows, the SCD2 history of ``accounts`` against the workload's states, and
+ExtractNewRecordState (``debezium-smt``, the transform's defaults) on the same data. The
+binlog's DDL lands from the schema-change topic.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from lakehouse.ports import free_port
 from real_databases import (
     Dump,
     build_failure,
+    busy_transactions,
     current_state_rows,
     differences,
     history_versions,
@@ -35,12 +38,15 @@ from real_databases import (
     topic_schemas,
     typed_view_rows,
     workload_versions,
+    write_during_snapshot,
 )
 
 PREFIX = "realmaria"
 SMT_PREFIX = "realmariasmt"
 DATABASE = "shop"
-TABLES = ("all_types", "accounts", "docs", "bag", "evolving", "emptied", "plain")
+TABLES = ("all_types", "accounts", "docs", "bag", "evolving", "emptied", "plain", "busy")
+#: Rows of the table written to while the connector takes its snapshot.
+BUSY_ROWS = 20000  # as SNAPSHOT_SQL inserts them
 KEYLESS = {"bag"}
 SMT_TABLES = ("accounts", "all_types")
 SMT_PROPERTIES = {
@@ -85,6 +91,8 @@ CREATE TABLE emptied (id INT PRIMARY KEY, v VARCHAR(20));
 INSERT INTO emptied VALUES (1, 'a'), (2, 'b'), (3, 'c');
 CREATE TABLE plain (id INT PRIMARY KEY, v VARCHAR(20));
 INSERT INTO plain VALUES (1, '');
+CREATE TABLE busy (id INT PRIMARY KEY, v INT, pad TEXT);
+INSERT INTO busy SELECT seq, 0, REPEAT('p', 200) FROM seq_1_to_20000;
 """
 
 STREAM_A = [
@@ -221,7 +229,16 @@ def run(kafka_broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> Itera
         info = mariadb.start(free_port(), directory, DATABASE)
         r = Run(directory, info, kafka_broker, tmp_path_factory.mktemp("real-mariadb-lakehouse"))
         r.sql(SNAPSHOT_SQL)
+        # transactions on busy from the moment the connector has connected to take its snapshot
+        writes, written = busy_transactions(80, BUSY_ROWS, begin="start transaction"), []
+        connected = lambda: r.sql(  # noqa: E731
+            f"select count(*) from information_schema.processlist where user = '{mariadb.DEBEZIUM_USER}'"
+        ).strip() != "0"
+        writer = threading.Thread(target=write_during_snapshot, args=(r.sql, connected, writes, written))
+        writer.start()
         r.capture()
+        writer.join()
+        assert written == writes, "the writes during the snapshot did not all run"
         r.capture_smt()
         r.record_accounts()
         r.ingest_and_build()

@@ -1,11 +1,12 @@
 """A real PostgreSQL 15 through Debezium 3.5 (pgoutput) into Kafka and the lakehouse, equal to its own rows.
 
-One database, one lakehouse, three builds: the snapshot of rows written before Debezium started,
-then a stream (with the connector killed in the middle and replaying from its stored offset), then
-more. After each build ``gold.cdc_current_state`` and every typed view are compared with the
-database's own rows, column by column (see real_databases.py for the canonical text), and at the
-end the SCD2 history of ``accounts`` with the states the workload went through. A second
-connector with ExtractNewRecordState (``debezium-smt``) captures the same database.
+One database, one lakehouse, three builds: the snapshot of rows written before Debezium started
+(taken while transactions go on in one table), then a stream (with the connector killed in the
+middle and replaying from its stored offset), then more. After each build
+``gold.cdc_current_state`` and every typed view are compared with the database's own rows,
+column by column (see real_databases.py for the canonical text), and at the end the SCD2 history
+of ``accounts`` with the states the workload went through. A second connector with
+ExtractNewRecordState (``debezium-smt``) captures the same database.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from lakehouse.ports import free_port
 from real_databases import (
     Dump,
     build_failure,
+    busy_transactions,
     current_state_rows,
     differences,
     history_versions,
@@ -37,16 +40,19 @@ from real_databases import (
     typed_view,
     typed_view_rows,
     workload_versions,
+    write_during_snapshot,
 )
 
 PREFIX = "realpg"
 SMT_PREFIX = "realpgsmt"
 DATABASE = "shop"
-TABLES = ("all_types", "accounts", "docs", "bag", "evolving", "emptied", "plain")
+TABLES = ("all_types", "accounts", "docs", "bag", "evolving", "emptied", "plain", "busy")
 #: Tables without a primary key: compared as multisets, not by key.
 KEYLESS = {"bag"}
 KEYS = {"all_types": ["id"], "accounts": ["id"], "docs": ["id"], "evolving": ["id"], "emptied": ["id"],
-        "plain": ["id"]}  # fmt: skip
+        "plain": ["id"], "busy": ["id"]}  # fmt: skip
+#: Rows of the table written to while the connector takes its snapshot.
+BUSY_ROWS = 20000  # as SNAPSHOT_SQL inserts them
 SMT_TABLES = ("accounts", "all_types")
 SMT_PROPERTIES = {
     "table.include.list": ",".join(f"public.{t}" for t in SMT_TABLES),
@@ -94,6 +100,8 @@ create table emptied (id int primary key, v text);
 insert into emptied values (1, 'a'), (2, 'b'), (3, 'c');
 create table plain (id int primary key, v text);
 insert into plain values (1, '');
+create table busy (id int primary key, v int, pad text);
+insert into busy select i, 0, repeat('p', 200) from generate_series(1, 20000) i;
 """
 
 #: Streaming, first half (the connector is killed after it); each string is one transaction.
@@ -253,7 +261,17 @@ def run(kafka_broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> Itera
         info = pg_source.start(free_port(), directory, DATABASE)
         r = Run(directory, info, kafka_broker, tmp_path_factory.mktemp("real-pg-lakehouse"))
         r.sql(SNAPSHOT_SQL)
+        # transactions on busy from the moment the connector has made its replication slot,
+        # which its snapshot starts from
+        writes, written = busy_transactions(80, BUSY_ROWS), []
+        slot_made = lambda: r.sql(  # noqa: E731
+            "select count(*) from pg_replication_slots where slot_name = 'lakehouse_pg'"
+        ).strip() != "0"
+        writer = threading.Thread(target=write_during_snapshot, args=(r.sql, slot_made, writes, written))
+        writer.start()
         r.capture()
+        writer.join()
+        assert written == writes, "the writes during the snapshot did not all run"
         r.capture_smt()  # its slot is made now, so it streams what follows
         r.record_accounts()
         r.ingest_and_build()
