@@ -464,26 +464,26 @@ redelivered as (
         ordered by position first, comes right after it: it is no version of its own (SPEC
         rule 5). Snapshot rows share one position, and copies at one apply order are left to
         the window below #}
-    select * except (previous)
+    select * except (is_redelivery)
     from (
         select
             *,
-            lag(struct(op, row, vendor_sequence, apply_order)) over key_order as previous
+            coalesce(
+                not is_stored
+                and op <> 'r'
+                and lag(vendor_sequence) over key_order = vendor_sequence
+                and lag(op) over key_order = op
+                and lag(row) over key_order <=> row
+                and lag(apply_order) over key_order <> apply_order,
+                false
+            ) as is_redelivery
         from versions_by_key
         window key_order as (
             partition by key_hash, source_database, source_schema, source_table, pk
             order by apply_order asc, ingested_at desc, is_stored asc
         )
     ) as ordered
-    where not coalesce(
-        not is_stored
-        and op <> 'r'
-        and previous.vendor_sequence = vendor_sequence
-        and previous.op = op
-        and previous.row <=> row
-        and previous.apply_order <> apply_order,
-        false
-    )
+    where not is_redelivery
 
 ),
 
