@@ -135,6 +135,24 @@
     no shuffle (every stored version would cross it to meet a few thousand keys) #}
 {%- set broadcast_keys = increment is not none and increment.changes <= broadcast_limit %}
 
+{%- if increment is not none and increment.changes == 0 %}
+    {%- do cdc_log_plan('no new change in silver: nothing written') %}
+{%- elif first_build is not none %}
+    {%- do cdc_log_plan('first build: every change' ~ (' up to ' ~ first_build.up_to if first_build.up_to else '')) %}
+{%- elif increment is none %}
+    {%- do cdc_log_plan('no watermark recorded: every change newer than the stored versions, MERGE') %}
+{%- else %}
+    {%- set reasons = [] %}
+    {%- if increment.truncations %}{% do reasons.append(increment.truncations ~ ' truncate(s) end the keys live before them') %}{% endif %}
+    {%- if increment.late is none %}{% do reasons.append('too many changes to check each key for a late one') %}
+    {%- elif increment.late > 0 %}{% do reasons.append(increment.late ~ ' key(s) get a late or replayed change') %}{% endif %}
+    {%- do cdc_log_plan(
+        increment.changes ~ ' new changes ingested after ' ~ watermark ~ ' up to ' ~ increment.up_to ~ ': '
+        ~ ("append, each change newer than its key's open version" if open_only else 'MERGE, ' ~ (reasons | join('; ')))
+        ~ ('; the closers of earlier appends are settled first' if settling is not none and settling.settle else '')
+    ) %}
+{%- endif %}
+
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',

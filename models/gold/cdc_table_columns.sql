@@ -45,6 +45,18 @@
 {%- do cdc_record_watermark(up_to, {'upstream': silver_commit.id}) %}
 {%- endif %}
 
+{%- if not is_incremental() %}
+    {%- do cdc_log_plan('first build: the columns of every change') %}
+{%- elif unchanged %}
+    {%- do cdc_log_plan('nothing new in silver since its commit recorded here: nothing written') %}
+{%- elif change == 'none' %}
+    {%- do cdc_log_plan('the changes up to ' ~ up_to ~ ' bring no new column and no new type: the watermark alone is committed') %}
+{%- elif change == 'columns' %}
+    {%- do cdc_log_plan('the changes after ' ~ (watermark or 'the start') ~ ': MERGE of the columns they carry') %}
+{%- else %}
+    {%- do cdc_log_plan('a known column may change type: every change is read again, MERGE') %}
+{%- endif %}
+
 {{ config(
     materialized='incremental',
     incremental_strategy='merge',

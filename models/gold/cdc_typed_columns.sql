@@ -28,12 +28,14 @@
 {%- set stored = adapter.get_relation(this.database, this.schema, this.identifier) if specs_key is not none else none %}
 {%- if stored is not none and stored.is_table and cdc_typed_specs_recorded(specs_key) %}
 {%- do cdc_hand_over('unchanged', 'its inputs are those of cdc.typed_specs in gold') %}
+{%- do cdc_log_plan('the table columns and type overrides are those its views were made from: nothing written') %}
 {%- do cdc_hand_over('typed_column_specs', {'unchanged': true}) %}
 
 select * from {{ this }}
 
 {%- else %}
 {%- set specs = cdc_typed_column_specs() %}
+{%- do cdc_log_plan('types decided again from the table columns: the table and the views whose types moved are written again') %}
 {#- the post-hook that creates the views takes the same specs, without asking again, and the
     key to record with them #}
 {%- do cdc_hand_over('typed_column_specs', {'specs': specs, 'key': specs_key}) %}

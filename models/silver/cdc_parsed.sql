@@ -50,6 +50,16 @@
     {%- do cdc_hand_over('silver_compaction', compaction) -%}
 {%- endif -%}
 {%- do cdc_record_watermark(plan.up_to or plan.after, consumed) -%}
+{%- if plan.none_new %}
+    {%- do cdc_log_plan('nothing landed in bronze since ' ~ (plan.after or 'the start') ~ ': nothing to parse') -%}
+{%- else %}
+    {%- do cdc_log_plan(
+        'parsing the bronze records ingested after ' ~ (plan.after or 'the start') ~ ' up to ' ~ (plan.up_to or 'the newest')
+        ~ '; formats: ' ~ ((plan.formats or ['any: every parser']) | sort | join(', '))
+        ~ ('' if plan.unparsable == 0 else '; some records have no parser: quarantined')
+        ~ '; append'
+    ) -%}
+{%- endif %}
 {%- if plan.none_new and code is not none and plan.code == code %}
 {#- nothing new, and the table's last write ran this code, so the table has this code's
     columns: the temporary view dbt creates for the write (which on_schema_change compares with

@@ -159,6 +159,10 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
 
     land([1, 2], "b")
     appended = lakehouse.logged_build(tmp_path / "append", "--vars", SETTLE_EVERY_TWO)
+    # the plan, one line per model in the build's output
+    assert re.search(r"gold\.cdc_history_versions: 2 new changes ingested after \S+ \S+ up to \S+ \S+: append, "
+                     r"each change newer than its key's open version", appended), appended
+    assert "silver.cdc_parsed: parsing the bronze records ingested after" in appended
     assert "insert into table gold.cdc_history_versions" in appended
     assert "merge into gold.cdc_history_versions" not in appended
     assert not any(f"set {key} =" in appended or f"reset {key}" in appended for key in HASH_JOIN_KEYS)
@@ -185,6 +189,7 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
 
     land([3], "b")
     log = lakehouse.logged_build(tmp_path / "settle", "--vars", SETTLE_EVERY_TWO)
+    assert "open version; the closers of earlier appends are settled first" in log
     settle = log.index("merge into gold.cdc_history_versions as stored")
     assert settle < log.index("insert into table gold.cdc_history_versions")
     sets = [log.rindex(f"set {key} = {value}", 0, settle)
@@ -205,6 +210,8 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
         ("hist_settle", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}
 
     idle = lakehouse.logged_build(tmp_path / "nothing-new")
+    assert "gold.cdc_history_versions: no new change in silver: nothing written" in idle
+    assert "silver.cdc_parsed: nothing landed in bronze since" in idle
     assert "merge into gold.cdc_history_versions" not in idle
     assert "insert into table gold.cdc_history_versions" not in idle
     assert not any(f"set {key} =" in idle or f"reset {key}" in idle for key in HASH_JOIN_KEYS)

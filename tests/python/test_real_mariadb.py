@@ -46,7 +46,7 @@ SMT_PREFIX = "realmariasmt"
 DATABASE = "shop"
 TABLES = ("all_types", "accounts", "docs", "bag", "evolving", "emptied", "plain", "busy")
 #: Rows of the table written to while the connector takes its snapshot.
-BUSY_ROWS = 20000  # as SNAPSHOT_SQL inserts them
+BUSY_ROWS = 3000  # as SNAPSHOT_SQL inserts them
 KEYLESS = {"bag"}
 SMT_TABLES = ("accounts", "all_types")
 SMT_PROPERTIES = {
@@ -92,7 +92,7 @@ INSERT INTO emptied VALUES (1, 'a'), (2, 'b'), (3, 'c');
 CREATE TABLE plain (id INT PRIMARY KEY, v VARCHAR(20));
 INSERT INTO plain VALUES (1, '');
 CREATE TABLE busy (id INT PRIMARY KEY, v INT, pad TEXT);
-INSERT INTO busy SELECT seq, 0, REPEAT('p', 200) FROM seq_1_to_20000;
+INSERT INTO busy SELECT seq, 0, REPEAT('p', 200) FROM seq_1_to_3000;
 """
 
 STREAM_A = [

@@ -52,7 +52,7 @@ KEYLESS = {"bag"}
 KEYS = {"all_types": ["id"], "accounts": ["id"], "docs": ["id"], "evolving": ["id"], "emptied": ["id"],
         "plain": ["id"], "busy": ["id"]}  # fmt: skip
 #: Rows of the table written to while the connector takes its snapshot.
-BUSY_ROWS = 20000  # as SNAPSHOT_SQL inserts them
+BUSY_ROWS = 3000  # as SNAPSHOT_SQL inserts them
 SMT_TABLES = ("accounts", "all_types")
 SMT_PROPERTIES = {
     "table.include.list": ",".join(f"public.{t}" for t in SMT_TABLES),
@@ -101,7 +101,7 @@ insert into emptied values (1, 'a'), (2, 'b'), (3, 'c');
 create table plain (id int primary key, v text);
 insert into plain values (1, '');
 create table busy (id int primary key, v int, pad text);
-insert into busy select i, 0, repeat('p', 200) from generate_series(1, 20000) i;
+insert into busy select i, 0, repeat('p', 200) from generate_series(1, 3000) i;
 """
 
 #: Streaming, first half (the connector is killed after it); each string is one transaction.
