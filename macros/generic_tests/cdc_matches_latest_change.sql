@@ -6,7 +6,8 @@
     A table without a key is a multiset: each row is there as many times as its surviving
     inserts outnumber its deletes. A change that holds Debezium's placeholder for a value it
     did not send is compared by its key and order only: gold completed its row from earlier
-    versions (cdc_history_complete_unavailable).
+    versions (cdc_history_complete_unavailable). A change delivered again at another offset is
+    the change of its first delivery (cdc_redelivery).
 -#}
 
 with changes as (
@@ -36,6 +37,16 @@ effects as (
 
 ),
 
+delivered_effects as (
+    {#- a change delivered again at another Kafka offset counts once, at its first delivery #}
+    select * except (is_redelivery)
+    from (
+        select *, {{ cdc_redelivery('key_order') }} as is_redelivery
+        from effects
+        window key_order as (partition by source_database, source_schema, source_table, pk order by apply_order)
+    ) as ordered
+    where not is_redelivery
+),
 truncations as (
 
     select source_database, source_schema, source_table, max(apply_order) as truncated_at
@@ -53,7 +64,7 @@ ranked as (
             partition by effects.source_database, effects.source_schema, effects.source_table, effects.pk
             order by effects.apply_order desc, case when effects.op = 'd' then 0 else 1 end
         ) as effect_rank
-    from effects
+    from delivered_effects as effects
     left join truncations
         on
             effects.source_database <=> truncations.source_database

@@ -477,24 +477,14 @@ versions_by_key as (
 
 redelivered as (
 
-    {#- a change delivered again at another Kafka offset (a connector replays from its stored
-        offset after a crash) has the vendor position, op and row of its first delivery and,
-        ordered by position first, comes right after it: it is no version of its own (SPEC
-        rule 5). Snapshot rows share one position, and copies at one apply order are left to
-        the window below #}
+    {#- a change delivered again at another Kafka offset is no version of its own
+        (cdc_redelivery); a stored version stays. Copies at one apply order are left to the
+        window below #}
     select * except (is_redelivery)
     from (
         select
             *,
-            coalesce(
-                not is_stored
-                and op <> 'r'
-                and lag(vendor_sequence) over key_order = vendor_sequence
-                and lag(op) over key_order = op
-                and lag(row) over key_order <=> row
-                and lag(apply_order) over key_order <> apply_order,
-                false
-            ) as is_redelivery
+            not is_stored and {{ cdc_redelivery('key_order') }} as is_redelivery
         from versions_by_key
         window key_order as (
             partition by key_hash, source_database, source_schema, source_table, pk
