@@ -6,8 +6,10 @@
     A table without a key is a multiset: each row is there as many times as its surviving
     inserts outnumber its deletes. A change that holds Debezium's placeholder for a value it
     did not send is compared by its key and order only: gold completed its row from earlier
-    versions (cdc_history_complete_unavailable). A change delivered again at another offset is
-    the change of its first delivery (cdc_redelivery).
+    versions (cdc_history_complete_unavailable). A change is named by its delivery
+    (cdc_keyless_delivery: its vendor position, or its apply order without one), not its apply
+    order: a change delivered again at a later offset is the same change, and gold may hold
+    either delivery.
 -#}
 
 with changes as (
@@ -37,16 +39,6 @@ effects as (
 
 ),
 
-delivered_effects as (
-    {#- a change delivered again at another Kafka offset counts once, at its first delivery #}
-    select * except (is_redelivery)
-    from (
-        select *, {{ cdc_redelivery('key_order') }} as is_redelivery
-        from effects
-        window key_order as (partition by source_database, source_schema, source_table, pk order by apply_order)
-    ) as ordered
-    where not is_redelivery
-),
 truncations as (
 
     select source_database, source_schema, source_table, max(apply_order) as truncated_at
@@ -64,7 +56,7 @@ ranked as (
             partition by effects.source_database, effects.source_schema, effects.source_table, effects.pk
             order by effects.apply_order desc, case when effects.op = 'd' then 0 else 1 end
         ) as effect_rank
-    from delivered_effects as effects
+    from effects
     left join truncations
         on
             effects.source_database <=> truncations.source_database
@@ -76,17 +68,17 @@ ranked as (
 
 expected as (
 
-    select source_database, source_schema, source_table, pk, row, apply_order
+    select source_database, source_schema, source_table, pk, row, {{ cdc_keyless_delivery() }} as delivery
     from ranked
     where effect_rank = 1 and op <> 'd' and not keyless
 
     union all
 
-    select source_database, source_schema, source_table, pk, latest.row, latest.apply_order
+    select source_database, source_schema, source_table, pk, latest.row, latest.delivery
     from (
         select
             source_database, source_schema, source_table, pk,
-            max_by(named_struct('row', row, 'apply_order', apply_order), apply_order)
+            max_by(named_struct('row', row, 'delivery', {{ cdc_keyless_delivery() }}), apply_order)
                 filter (where op <> 'd') as latest,
             sum(case when op = 'd' then -1 else 1 end) as copies
         from (
@@ -120,8 +112,11 @@ actual as (
     select /*+ broadcast(completed_orders) */
         gold.source_database, gold.source_schema, gold.source_table, gold.pk,
         case when completed_orders.apply_order is null then gold.row end as row,
-        gold.apply_order
-    from {{ model }} as gold
+        gold.delivery
+    from (
+        select *, {{ cdc_keyless_delivery() }} as delivery
+        from (select *, last_op as op from {{ model }}) as current_rows
+    ) as gold
     left join completed_orders
         on gold.apply_order = completed_orders.apply_order
 
