@@ -365,14 +365,6 @@
     {{ return(orders) }}
 {%- endmacro %}
 
-{% macro _cdc_same_position(order, other) -%}
-    {#- True when two apply orders (cdc_apply_order) share a vendor position: phase and the
-        three parts of the vendor's sequence, none of them all zero (no position). A change
-        at the stored newest one's position may be its replay at a later Kafka offset. -#}
-    {%- set parts = order.split('.')[:4] -%}
-    {{ return(parts == other.split('.')[:4] and parts[1:] != ['010', '010', '010']) }}
-{%- endmacro %}
-
 {% macro cdc_new_change_counts(changes, watermark, latest_versions, broadcast_limit=250000, stored_orders=none) -%}
     {#-
         What the changes newer than `watermark` (cdc_watermark's string) hold, read at compile
@@ -419,7 +411,7 @@
         {%- set older = [] -%}
         {%- for table_key, span in counts.orders.items() -%}
             {%- set stored = stored_orders.get(table_key) -%}
-            {%- if stored is not none and (span[0] is none or span[0] <= stored or _cdc_same_position(span[0], stored)) -%}
+            {%- if stored is not none and (span[0] is none or span[0] <= stored or cdc_same_vendor_position(span[0], stored)) -%}
                 {%- do older.append(table_key) -%}
             {%- endif -%}
         {%- endfor -%}

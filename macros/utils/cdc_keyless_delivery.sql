@@ -7,6 +7,8 @@
         or binlog file, pos and row) identical rows stay apart; where it is coarser (AWS DMS's
         timestamp) identical rows of one transaction cannot be told from a replay and count
         once. Snapshot rows (op r) share one position and count by their own order.
+        cdc_matches_latest_change names every change by it, keyed or not: gold may hold either
+        delivery of a replayed change.
     -#}
     case when op = 'r' or vendor_sequence is null then apply_order else vendor_sequence end
 {%- endmacro %}

@@ -5,7 +5,7 @@
         and why), so that a run can be followed and explained model by model. Only at
         execution: parsing and docs say nothing.
     -#}
-    {%- if execute and model.resource_type == 'model' -%}
+    {%- if execute -%}
         {{ log(this ~ ': ' ~ plan, info=true) }}
     {%- endif -%}
 {%- endmacro %}

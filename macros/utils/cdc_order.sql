@@ -49,6 +49,14 @@
     {{ return(value is string and modules.re.match('^[01](\\.[0-9]{38}){3}\\.[0-9]{10}\\.[0-9]{20}\\.[0-9]{10}$', value) is not none) }}
 {%- endmacro %}
 
+{% macro cdc_same_vendor_position(order, other) -%}
+    {#- True when two apply orders of this layout share a vendor position: the phase and the
+        three parts of the vendor's sequence, not all of them absent ('010', a zero). A change
+        at a stored change's position may be its replay at a later Kafka offset. -#}
+    {%- set parts = order.split('.')[:4] -%}
+    {{ return(parts == other.split('.')[:4] and parts[1:] != ['010', '010', '010']) }}
+{%- endmacro %}
+
 {% macro cdc_epoch_to_timestamp(value) -%}
     {#- Epoch seconds or milliseconds (vendors differ) -> timestamp; below 1e11 counts as seconds. -#}
     case

@@ -6,8 +6,8 @@
         restarted after a crash replays from its stored offset, so the change lands again at a
         later Kafka offset; the vendor's position comes before the offset in the apply order, so
         the copy sorts right after its first delivery, which stays the change (SPEC rule 5).
-        Snapshot rows (op r) share one position and are never copies. The history drops these
-        copies (gold.cdc_history_versions) and cdc_matches_latest_change expects them dropped.
+        Snapshot rows (op r) share one position and are never copies. gold.cdc_history_versions
+        drops these copies.
     -#}
     coalesce(
         op <> 'r'
