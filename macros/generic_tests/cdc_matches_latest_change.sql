@@ -7,7 +7,7 @@
     inserts outnumber its deletes. A change that holds Debezium's placeholder for a value it
     did not send is compared by its key and order only: gold completed its row from earlier
     versions (cdc_history_complete_unavailable). A change is named by its delivery
-    (cdc_keyless_delivery: its vendor position, or its apply order without one), not its apply
+    (cdc_delivery: its vendor position, or its apply order without one), not its apply
     order: a change delivered again at a later offset is the same change, and gold may hold
     either delivery.
 -#}
@@ -68,7 +68,7 @@ ranked as (
 
 expected as (
 
-    select source_database, source_schema, source_table, pk, row, {{ cdc_keyless_delivery() }} as delivery
+    select source_database, source_schema, source_table, pk, row, {{ cdc_delivery() }} as delivery
     from ranked
     where effect_rank = 1 and op <> 'd' and not keyless
 
@@ -78,7 +78,7 @@ expected as (
     from (
         select
             source_database, source_schema, source_table, pk,
-            max_by(named_struct('row', row, 'delivery', {{ cdc_keyless_delivery() }}), apply_order)
+            max_by(named_struct('row', row, 'delivery', {{ cdc_delivery() }}), apply_order)
                 filter (where op <> 'd') as latest,
             sum(case when op = 'd' then -1 else 1 end) as copies
         from (
@@ -86,7 +86,7 @@ expected as (
             select
                 *,
                 row_number() over (
-                    partition by source_database, source_schema, source_table, pk, op, {{ cdc_keyless_delivery() }}
+                    partition by source_database, source_schema, source_table, pk, op, {{ cdc_delivery() }}
                     order by apply_order
                 ) as delivery
             from ranked
@@ -114,7 +114,7 @@ actual as (
         case when completed_orders.apply_order is null then gold.row end as row,
         gold.delivery
     from (
-        select *, {{ cdc_keyless_delivery() }} as delivery
+        select *, {{ cdc_delivery() }} as delivery
         from (select *, last_op as op from {{ model }}) as current_rows
     ) as gold
     left join completed_orders

@@ -170,7 +170,7 @@
     {#- a table without a key is a multiset whose rows are their own keys: a row is there as
         many times as it was inserted (or updated into) less the times it was deleted (or
         updated away) since the last truncate of its table, in copies 1, 2, ... A change
-        delivered again counts once (cdc_keyless_delivery) #}
+        delivered again counts once (cdc_delivery) #}
     select
         keyless_rows.latest.*,
         cast(null as struct<next_apply_order: string, valid_to: timestamp>) as pending_end,
@@ -185,7 +185,7 @@
                 select
                     *,
                     row_number() over (
-                        partition by {{ key | join(', ') }}, op, {{ cdc_keyless_delivery() }}
+                        partition by {{ key | join(', ') }}, op, {{ cdc_delivery() }}
                         order by apply_order
                     ) as delivery
                 from {{ versions }}

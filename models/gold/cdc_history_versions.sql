@@ -475,6 +475,13 @@ versions_by_key as (
 
 ),
 
+{#- one key's changes in apply order, its copies of one change together with the first
+    delivered last (used by redelivered and intervals; Spark sorts once for both) #}
+{%- set key_order -%}
+    partition by key_hash, source_database, source_schema, source_table, pk
+    order by apply_order asc, ingested_at desc, is_stored asc
+{%- endset %}
+
 redelivered as (
 
     {#- a change delivered again at another Kafka offset is no version of its own
@@ -486,10 +493,7 @@ redelivered as (
             *,
             not is_stored and {{ cdc_redelivery('key_order') }} as is_redelivery
         from versions_by_key
-        window key_order as (
-            partition by key_hash, source_database, source_schema, source_table, pk
-            order by apply_order asc, ingested_at desc, is_stored asc
-        )
+        window key_order as ({{ key_order }})
     ) as ordered
     where not is_redelivery
 
@@ -510,10 +514,7 @@ intervals as (
             lead(event_time) over key_order as valid_to,
             lead(apply_order) over key_order as next_apply_order
         from redelivered
-        window key_order as (
-            partition by key_hash, source_database, source_schema, source_table, pk
-            order by apply_order asc, ingested_at desc, is_stored asc
-        )
+        window key_order as ({{ key_order }})
     ) as ordered
     where not next_apply_order <=> apply_order
 

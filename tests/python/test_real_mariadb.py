@@ -238,6 +238,7 @@ def run(kafka_broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> Itera
         writer.start()
         r.capture()
         writer.join()
+        r.capture()  # what the writer did after the first run went idle, if anything
         assert written == writes, "the writes during the snapshot did not all run"
         r.capture_smt()
         r.record_accounts()

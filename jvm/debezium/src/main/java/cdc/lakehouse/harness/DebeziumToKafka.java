@@ -19,6 +19,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -89,11 +90,14 @@ public final class DebeziumToKafka {
     static int run(Properties engineProps, String bootstrap, double idleSeconds) throws Exception {
         AtomicLong produced = new AtomicLong();
         AtomicLong lastEventNanos = new AtomicLong(System.nanoTime());
+        // A batch being produced is not idleness: the first send to a new topic waits for its creation.
+        AtomicBoolean producing = new AtomicBoolean();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CountDownLatch finished = new CountDownLatch(1);
         KafkaProducer<byte[], byte[]> producer = producer(bootstrap);
 
         DebeziumEngine.ChangeConsumer<ChangeEvent<String, String>> consumer = (records, committer) -> {
+            producing.set(true);
             List<Future<RecordMetadata>> sent = new ArrayList<>(records.size());
             for (ChangeEvent<String, String> event : records) {
                 sent.add(producer.send(new ProducerRecord<>(event.destination(), bytes(event.key()), bytes(event.value()))));
@@ -112,6 +116,7 @@ public final class DebeziumToKafka {
             committer.markBatchFinished();
             produced.addAndGet(records.size());
             lastEventNanos.set(System.nanoTime());
+            producing.set(false);
         };
 
         DebeziumEngine<ChangeEvent<String, String>> engine = DebeziumEngine.create(Json.class)
@@ -149,7 +154,7 @@ public final class DebeziumToKafka {
                 lastReport = now;
                 progress(reported + " events produced");
             }
-            if (idleSeconds >= 0 && streaming
+            if (idleSeconds >= 0 && streaming && !producing.get()
                     && now - lastEventNanos.get() > (long) (idleSeconds * 1_000_000_000L)) {
                 progress("no event for " + idleSeconds + " s: stopping");
                 break;
