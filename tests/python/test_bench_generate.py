@@ -9,7 +9,11 @@ millions of changes (cost per change, determinism, Kafka coordinates).
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
+import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -60,6 +64,114 @@ def test_generation_is_deterministic_and_continues_one_history(tmp_path: Path) -
     assert {t.split(".")[1] for t in offsets} == set(generate.FORMATS)
 
 
+def test_the_standing_formats_write_the_same_bytes(tmp_path: Path) -> None:
+    """The standing benchmark's figures compare runs over the same seed: its four formats' output
+    (and the final state) must not move when formats are added. The digests are of the output
+    before ALL_FORMATS existed; ``formats=FORMATS`` given or not is the same source."""
+    for kwargs in ({}, {"formats": generate.FORMATS}):
+        source, offsets = generate.Source(tables=8, seed=7, **kwargs), {}
+        counts = generate.write_kcat(tmp_path / "a.jsonl", source.changes(3000), offsets)
+        more = generate.write_kcat(tmp_path / "b.jsonl", source.changes(300), offsets, generate.FOLLOW_PREFIX)
+        written = (tmp_path / "a.jsonl").read_bytes() + (tmp_path / "b.jsonl").read_bytes()
+        assert hashlib.sha256(written).hexdigest() == (
+            "6a0348449402a720d9b067e354ed24389742d99057c5c4b36f0ed107753d8675")
+        assert counts == {"debezium-json": 860, "canal-json": 739, "maxwell-json": 772, "oms-json": 706}
+        assert list(more) == list(generate.FORMATS)
+        state = json.dumps(source.current_state(), sort_keys=True).encode()
+        assert hashlib.sha256(state).hexdigest() == (
+            "58aa1483019995b873b6b62568f4ba03f7fb3044137019716fc7d78f63d62d61")
+    assert generate.topic_formats() == generate.topic_formats(generate.FORMATS)
+    assert generate.build_vars() == generate.build_vars(generate.FORMATS)
+
+
+def _messages_of(records: list[generate.Record], fmt: str) -> list[tuple[str | None, dict[str, Any] | None]]:
+    return [(key, None if value is None else json.loads(value)) for f, _, key, value, _ in records if f == fmt]
+
+
+def test_every_format_writes_its_vendors_quirks() -> None:
+    """The message shapes that matter, per format: what each vendor leaves out or spells its
+    own way (the end-to-end test below checks that the pipeline reads them right)."""
+    source = generate.Source(tables=15, seed=3, formats=generate.ALL_FORMATS)
+    assert [source.formats()[t.name] for t in source.tables] == list(generate.ALL_FORMATS)
+    records = list(source.changes(3000))
+    assert {f for f, *_ in records} == set(generate.ALL_FORMATS)
+    # every topic is read with its own format: exactly one pattern of build_vars matches it
+    patterns = json.loads(generate.build_vars(generate.ALL_FORMATS))["cdc_topic_formats"]
+    for fmt, topic, *_ in records:
+        for prefix in ("bench", generate.FOLLOW_PREFIX):
+            name = prefix + topic[len("bench"):]
+            assert [f for p, f in patterns.items() if re.search(p, name)] == [fmt], name
+
+    dw = _messages_of(records, "dataworks")
+    ops = [m["payload"]["op"] for _, m in dw]
+    assert set(ops) == {"INSERT", "UPDATE_BEFOR", "UPDATE_AFTER", "DELETE"}
+    for i, op in enumerate(ops):  # a split update: the two halves share the sequenceId
+        if op == "UPDATE_BEFOR":
+            half, other = dw[i][1]["payload"], dw[i + 1][1]["payload"]
+            assert other["op"] == "UPDATE_AFTER" and other["sequenceId"] == half["sequenceId"]
+            assert half["after"] is None and other["before"] is None
+    assert all(isinstance(m["payload"]["after"]["dataColumn"]["balance"], str)
+               for _, m in dw if m["payload"]["op"] == "INSERT")
+
+    for fmt, deleted_in in (("drs-json", "old"), ("drs-json-c", "data")):
+        msgs = [m for _, m in _messages_of(records, fmt)]
+        deletes = [m for m in msgs if m["type"] == "DELETE"]
+        assert deletes and all(m[deleted_in] for m in deletes)
+        assert isinstance(msgs[0]["es"], str) == (fmt == "drs-json-c")
+        assert [m["id"] for m in msgs] == sorted(m["id"] for m in msgs)  # DRS's monotonic sequence
+    drs_lines = [v for f, _, _, v, _ in records if f.startswith("drs-json") and v]
+    assert any("O\\u0027Brien" in v for v in drs_lines)  # Gson's HTML-safe escapes
+    assert not any(char in v for v in drs_lines for char in "<>&='")
+
+    cloudcanal = [m for _, m in _messages_of(records, "cloudcanal-json")]
+    assert {m["action"] for m in cloudcanal} == {"INSERT", "UPDATE", "DELETE"}
+    assert all((m["before"] != []) == (m["action"] == "UPDATE") for m in cloudcanal)
+
+    canal_updates = [m for _, m in _messages_of(records, "canal-json") if m["type"] == "UPDATE"]
+    assert all("id" not in m["old"][0] for m in canal_updates)  # old: only the changed columns
+
+    smt = _messages_of(records, "debezium-smt")
+    assert {m["__deleted"] for _, m in smt} == {"true", "false"}
+    assert all(key == f'{{"id":{m["id"]}}}' for key, m in smt)
+
+    flat = [m for _, m in _messages_of(records, "debezium-flat")]
+    assert all(("before" in m) == (m["op"] != "c") and ("after" in m) == (m["op"] != "d") for m in flat)
+    assert all("@" in m["source"]["pos"] for m in flat)
+
+    sp = [v for f, _, _, v, _ in records if f == "shareplex-json"]
+    assert all("\\u0001" in v for v in sp)  # rowid: {database}.{table}-{id}\u0001{region}
+    updates = [json.loads(v) for v in sp if '"op":"upd"' in v]
+    assert updates and all("id" not in m["data"] and set(m["key"]) >= {"id", "region", "balance", "name"}
+                           for m in updates)  # data: only the changed columns, key: the row before
+
+    avro = [m for _, m in _messages_of(records, "oms-avro-json")]
+    assert all(len(m["fields"]) == len(m["afterImages"] or m["beforeImages"]) for m in avro)
+    assert any(e is not None and "charset" in e for m in avro for e in m["afterImages"] or [])
+
+    ogg = [m for _, m in _messages_of(records, "ogg-json")]
+    assert all(m["table"] == m["table"].upper() and m["primary_keys"] == ["ID"] for m in ogg)
+    assert any(m["op_type"] == "U" and "NAME" not in m["after"] for m in ogg)  # compressed update
+    assert all(len(m["pos"]) == 20 for m in ogg)
+
+    dms = [m for _, m in _messages_of(records, "aws-dms-json")]
+    assert all(("before-image" in m) == (m["metadata"]["operation"] == "update") for m in dms)
+    assert all(isinstance(m["data"]["balance"], str) and isinstance(m["data"]["id"], int) for m in dms)
+
+
+def test_the_command_line_takes_the_formats(tmp_path: Path) -> None:
+    out = tmp_path / "changes.jsonl"
+    run = subprocess.run(
+        [sys.executable, str(PROJECT / "bench" / "generate.py"), "--changes", "300", "--tables", "4",
+         "--formats", "ogg-json,dataworks", "--out", str(out)],
+        capture_output=True, text=True, check=True)
+    assert "ogg-json" in run.stdout and "dataworks" in run.stdout and "debezium-json" not in run.stdout
+    assert {json.loads(line)["topic"].split(".")[1] for line in out.read_text("utf-8").splitlines()} == {
+        "ogg-json", "dataworks"}
+    assert generate.parse_formats("all") == generate.ALL_FORMATS
+    with pytest.raises(argparse.ArgumentTypeError):
+        generate.parse_formats("debezium-json,nope")
+
+
 def test_a_change_costs_the_same_however_large_the_table() -> None:
     # one table of ~20,000 live rows: a cost per change proportional to the live rows (the old
     # generator copied them on every update) takes minutes here, O(1) about a second
@@ -72,23 +184,27 @@ def test_a_change_costs_the_same_however_large_the_table() -> None:
 
 
 def test_generated_history_reaches_gold_exactly(tmp_path: Path) -> None:
-    source = generate.Source(tables=8, seed=7)
+    """A small history of every one of the 15 formats through one lakehouse, one build."""
+    source = generate.Source(tables=30, seed=7, formats=generate.ALL_FORMATS)
     out = tmp_path / "changes.jsonl"
-    counts = generate.write_kcat(out, source.changes(3000), {})
+    counts = generate.write_kcat(out, source.changes(8000), {})
+    assert list(counts) == list(generate.ALL_FORMATS) and all(counts.values())
     truth = source.current_state()
     values = [v for rows in truth.values() for v in rows.values()]
     # the cases exactness is about are in the final state, not only somewhere in the history
     assert any("E-" in v for v in values), "no OMS DECIMAL in scientific notation left"
-    assert any('"balance":-' in v or '"balance":"-' in v for v in values), "no negative DECIMAL left"
+    assert any('"balance":-' in v or '"balance":"-' in v or '"BALANCE":-' in v for v in values), \
+        "no negative DECIMAL left"
     assert any(x in v for v in values for x in ("\\\\", '\\"', "\\n", "\\u0001", "北", "Zoë")), "no odd name left"
     records = out.read_text("utf-8").splitlines()
     assert any('"payload":null' in r for r in records), "no Debezium tombstone"
-    assert any("HEARTBEAT" in r for r in records), "no OMS heartbeat"
+    for beat in ('\\"recordType\\":\\"HEARTBEAT', '\\"op\\":\\"MHEARTBEAT', '\\"op\\":\\"HEARTBEAT'):
+        assert any(beat in r for r in records), f"no {beat} record (OMS, DataWorks, DataWorks 2.0)"
 
     lh = CliLakehouse(tmp_path / "lakehouse")
     # one dump of every topic, no --format: the build learns the formats from the topic names
     assert f"landed {sum(counts.values())}," in lh.run("ingest", "--from-file", str(out)).stdout
-    lh.run("build", "--vars", generate.build_vars())
+    lh.run("build", "--vars", generate.build_vars(generate.ALL_FORMATS))
 
     # one query (each `lakehouse sql` is a JVM start): gold's rows, and anything quarantined
     answer = lh.sql_json(
@@ -107,7 +223,8 @@ def test_generated_history_reaches_gold_exactly(tmp_path: Path) -> None:
     got: dict[tuple[str, str], Any] = {}
     for r in rows:
         assert r["source_format"] == formats[r["source_table"]]
-        pk = {column: str(value) for column, value in json.loads(r["pk"]).items()}
+        # the key's values as text (a number as its digits), as Source.current_state writes them
+        pk = json.loads(r["pk"], parse_int=str, parse_float=str)
         got[(r["source_table"], json.dumps(pk, sort_keys=True))] = exact(r["row"])
     want = {(table, pk): exact(row) for table, rows in truth.items() for pk, row in rows.items()}
     assert got.keys() == want.keys()
