@@ -11,7 +11,9 @@ four vendor formats, one kcat dump of every topic), land it from the file, run t
 build --exclude resource_type:test`: seeds and models) and its data tests (`dbt test`) timed
 apart, measure the floor (plain Spark reading the same bronze table, parsing the JSON of every
 format and keeping the latest change per key in one query: no dbt, no Delta writes; run before
-the first build and after its data tests, the faster of the two counts), land 1%
+the first build and after its data tests, the faster of the two counts), run the hand-written
+comparator (bench/handwritten.py: the Databricks pattern a user writes, from_json, a window and
+one MERGE) on the first dump and on the 1% increment, land 1%
 more changes and run the incremental build, then a build with nothing new (the fixed cost of a
 build process); unless --no-serve, start `lakehouse serve` (a long-lived Spark: the Thrift
 server) on the same lakehouse and run the next increments' builds through it (dbt's `thrift`
@@ -307,6 +309,9 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
     result["first_build_vs_floor"] = build.seconds / floor["process_s"]
     result["first_build_vs_floor_query"] = build.seconds / floor["query_s"]
 
+    result.update(handwritten_runs(first_file, more_file, expected_first, expected_more, out, changes, problems))
+    result["first_load_vs_handwritten"] = (result["land_file_s"] + build.seconds) / result["handwritten_first_s"]
+
     result["land_increment"] = land("land 1% more", ["--from-file", str(more_file)], more_counts, env, problems)
     inc = Step("incremental build", build_cmd, env)
     result["incremental_build_s"], result["incremental_build_peak_gib"] = inc.seconds, inc.peak_gib
@@ -320,6 +325,7 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
     result["incremental_above_idle_s"] = inc.seconds - idle.seconds
     result.update(land_and_build(source, increment, offsets, env, out, changes, problems))
     result["land_and_build_separately_s"] = result["land_increment"]["s"] + inc.seconds
+    result["increment_vs_handwritten"] = result["land_and_build_s"] / result["handwritten_increment_s"]
 
     if metastore:
         result.update(served_builds(source, increment, offsets, build_cmd, env, out, changes, problems))
@@ -330,6 +336,25 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
         result.update(kafka_landing(first_file, first_counts, changes, out, problems))
     result.update(settling_build(source, increment, offsets, build_cmd, env, out, changes, problems))
     result["problems"] = problems
+    return result
+
+
+def handwritten_runs(first_file: Path, more_file: Path, expected_first: dict[str, int],
+                     expected_more: dict[str, int], out: Path, changes: int, problems: list[str]) -> dict:
+    """The comparator (bench/handwritten.py, each run its own process): the job a user writes by
+    hand, on the first dump and then on the 1% increment that the incremental build reads. Its
+    answer is checked as the project's is: live rows per table equal to the generator's."""
+    target = out / f"handwritten-{changes}" / "current_state"
+    shutil.rmtree(target.parent, ignore_errors=True)
+    result: dict = {}
+    for name, path, expected in (("first", first_file, expected_first), ("increment", more_file, expected_more)):
+        step = Step(f"hand-written job: {name}", [str(BIN / "python"), str(BENCH / "handwritten.py"), str(path),
+                                                  str(target)], dict(os.environ))
+        _, job_s, _, per_table = next(line for line in step.out.splitlines()
+                                      if line.startswith("HANDWRITTEN")).split(" ", 3)
+        if json.loads(per_table) != expected:
+            problems.append(f"the hand-written job's live rows after its {name} run differ from the generator's")
+        result[f"handwritten_{name}_s"], result[f"handwritten_{name}_job_s"] = step.seconds, float(job_s)
     return result
 
 
@@ -746,6 +771,104 @@ def machine() -> dict:
     }
 
 
+def node_seconds(since: float) -> dict[str, float]:
+    """Seconds per node of the last dbt build, data tests summed into one figure ("data tests"),
+    as `dbt build` runs them (run_results.json, as :func:`model_seconds` reads it)."""
+    path = PROJECT / os.environ.get("DBT_TARGET_PATH", "target") / "run_results.json"
+    try:
+        if path.stat().st_mtime < since:
+            return {}
+        results = json.loads(path.read_text(encoding="utf-8"))["results"]
+    except (OSError, KeyError, ValueError):
+        return {}
+    seconds: dict[str, float] = {"data tests": 0.0}
+    for r in results:
+        kind, name = r["unique_id"].split(".", 1)[0], r["unique_id"].rsplit(".", 1)[-1]
+        if kind == "test":
+            seconds["data tests"] += r["execution_time"]
+        elif kind in ("model", "seed"):
+            seconds[name] = r["execution_time"]
+    return {name: round(value, 1) for name, value in seconds.items()}
+
+
+def wide_build(name: str, vars_json: str, env: dict[str, str], expected: dict[str, int], problems: list[str]) -> dict:
+    """One `lakehouse build` as a user runs it (models and data tests), timed, its nodes, its answer checked."""
+    step = Step(name, [str(BIN / "lakehouse"), "build", "--vars", vars_json], env, check=False)
+    if step.returncode != 0:
+        failed = [line.strip() for line in step.out.splitlines() if "FAIL" in line or "ERROR" in line]
+        problems.append(f"{name} failed: " + "; ".join(failed[-10:]))
+    check_answer(name, expected, env, problems)
+    return {"s": step.seconds, "nodes_s": node_seconds(step.started_at), "peak_gib": step.peak_gib}
+
+
+def wide_scenario(changes: int, tables: int, formats: tuple[str, ...], out: Path, label: str,
+                  increments: tuple[int, ...]) -> dict:
+    """The shape users meet first: many tables over many formats, small increments, `lakehouse
+    build` with its data tests. A first load of ``changes`` over ``tables`` tables of ``formats``,
+    then one increment of each size in ``increments`` (changes), each landed and built as its own
+    processes; after the first increment a build with nothing new and one `lakehouse sql` query
+    (the fixed costs an increment's build is judged against)."""
+    root = out / f"lakehouse-{label}"
+    shutil.rmtree(root, ignore_errors=True)
+    env = dict(os.environ, LAKEHOUSE_DIR=str(root))
+    problems: list[str] = []
+    source, offsets = generate.Source(tables, seed=1, formats=formats), {}
+    vars_json = generate.build_vars(formats)
+    result: dict = {"label": label, "changes": changes, "tables": tables, "formats": len(formats)}
+    first_file = out / f"{label}-first.jsonl"
+    counts = generate.write_kcat(first_file, source.changes(changes), offsets)
+    result["records"] = sum(counts.values())
+    result["land_first"] = land(f"{label}: land the first load", ["--from-file", str(first_file)], counts, env,
+                                problems)
+    result["first_build"] = wide_build(f"{label}: first build", vars_json, env, source.live_counts(), problems)
+    for size in increments:
+        path = out / f"{label}-more-{size}.jsonl"
+        counts = generate.write_kcat(path, source.changes(size), offsets)
+        land(f"{label}: land {size:,} more changes", ["--from-file", str(path)], counts, env, problems)
+        result[f"increment_{size}"] = wide_build(f"{label}: build after {size:,} more changes", vars_json, env,
+                                                 source.live_counts(), problems)
+        result[f"increment_{size}"]["records"] = sum(counts.values())
+        if size == increments[0]:
+            result["idle_build"] = wide_build(f"{label}: build with nothing new", vars_json, env,
+                                              source.live_counts(), problems)
+            query = Step(f"{label}: one query", [str(BIN / "lakehouse"), "sql",
+                                                 "select count(*) from gold.cdc_current_state"], env)
+            result["query_s"] = query.seconds
+    result["problems"] = problems
+    return result
+
+
+def wide_table(wide: dict, narrow: dict | None) -> str:
+    """The wide scenario's figures as Markdown: each build with its data tests, the issue's ratios."""
+    small = min(int(k.split("_")[1]) for k in wide if k.startswith("increment_"))
+    inc, idle, query = wide[f"increment_{small}"]["s"], wide["idle_build"]["s"], wide["query_s"]
+    lines = [f"wide: {wide['changes']:,} changes ({wide['records']:,} records) over {wide['tables']} tables "
+             f"of {wide['formats']} formats, each build `lakehouse build` with its data tests\n",
+             "| measure | seconds |", "| --- | --- |",
+             f"| land the first load | {wide['land_first']['s']:.1f} |",
+             f"| first build | {wide['first_build']['s']:.1f} |"]
+    lines += [f"| build after {int(k.split('_')[1]):,} more changes ({wide[k]['records']:,} records) | "
+              f"{wide[k]['s']:.1f} |" for k in wide if k.startswith("increment_")]
+    lines += [f"| build with nothing new | {idle:.1f} |", f"| one `lakehouse sql` query, its process | {query:.1f} |",
+              f"| {small:,}-change build / nothing new | {inc / idle:.2f}x |",
+              f"| {small:,}-change build / one query | {inc / query:.2f}x |",
+              f"| nothing new / one query | {idle / query:.2f}x |"]
+    if narrow is not None:
+        narrow_inc = narrow[f"increment_{small}"]["s"]
+        lines.append(f"| {small:,}-change build / the same with {narrow['tables']} tables of {narrow['formats']} "
+                     f"format ({narrow_inc:.1f} s) | {inc / narrow_inc:.2f}x |")
+    lines.append(f"| answer | {'WRONG' if wide['problems'] or (narrow or {}).get('problems') else 'correct'} |")
+    builds = [("first", wide["first_build"])] + [
+        (f"+{int(k.split('_')[1]):,}", wide[k]) for k in wide if k.startswith("increment_")]
+    builds.append(("nothing new", wide["idle_build"]))
+    first = wide["first_build"]["nodes_s"]
+    nodes = sorted({n for _, b in builds for n in b["nodes_s"]}, key=lambda n: -first.get(n, 0))
+    lines += ["\nseconds per dbt node:\n", "| node | " + " | ".join(name for name, _ in builds) + " |",
+              "| --- |" + " --- |" * len(builds)]
+    lines += [f"| {n} | " + " | ".join(f"{b['nodes_s'].get(n, 0):.1f}" for _, b in builds) + " |" for n in nodes]
+    return "\n".join(lines)
+
+
 def table(results: list[dict], summary: dict) -> str:
     """The figures as a Markdown table."""
     rows = [
@@ -769,6 +892,11 @@ def table(results: list[dict], summary: dict) -> str:
          lambda r: f"{r['land_and_build_separately_s']:.1f} / {r['land_and_build_s']:.1f}"
          if "land_and_build_s" in r else "-"),
         ("one process: its build after the landing (s)", "land_and_build_build_s", "{:.1f}"),
+        ("hand-written job (bench/handwritten.py): first load / 1% increment, each its own process (s)",
+         lambda r: f"{r['handwritten_first_s']:.1f} / {r['handwritten_increment_s']:.1f}"
+         if "handwritten_first_s" in r else "-"),
+        ("first load (land + build) / hand-written", "first_load_vs_handwritten", "{:.2f}x"),
+        ("1% increment (`ingest --build`, one process) / hand-written", "increment_vs_handwritten", "{:.2f}x"),
         ("through the server: start (s)", "serve_start_s", "{:.1f}"),
         ("through the server: its first build, nothing new (s)", "served_warmup_s", "{:.1f}"),
         ("through the server: incremental after 1%, first / next (s)",
@@ -846,9 +974,16 @@ def main() -> None:
     parser.add_argument("--no-serve", action="store_true",
                         help="skip the builds through lakehouse serve (and the PostgreSQL metastore they need)")
     parser.add_argument("--out", type=Path, default=BENCH / "out", help="work folder (default bench/out)")
+    parser.add_argument("--wide", action="store_true",
+                        help="the wide scenario instead: --changes (default 1,000,000) over 500 tables of every "
+                             "format the generator writes, increments of 1,000 and 100,000 changes, each build "
+                             "with its data tests; and the same over 50 tables of debezium-json for comparison")
     args = parser.parse_args()
     out = args.out.resolve()  # LAKEHOUSE_DIR must not depend on the steps' working directory
     out.mkdir(parents=True, exist_ok=True)
+    if args.wide:
+        wide_main(args.changes, out)
+        return
     scales = sorted(int(s) for s in args.scales.split(",")) if args.scales else [args.changes]
     summary: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": []}
     summary["dbt_parse_s"] = parse_project()
@@ -881,6 +1016,23 @@ def main() -> None:
         banner = "!" * 100
         print(f"\n{banner}\nTHE PIPELINE GAVE A WRONG ANSWER: these figures measure a broken build\n"
               + "\n".join(f"  - {p}" for p in problems) + f"\n{banner}", file=sys.stderr)
+        sys.exit(1)
+
+
+def wide_main(changes: int, out: Path) -> None:
+    """`bench/run.py --wide`: the wide scenario and its one-format comparison, one table, summary-wide.json."""
+    summary: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    summary["dbt_parse_s"] = parse_project()
+    increments = (1_000, 100_000)
+    summary["wide"] = wide_scenario(changes, 500, generate.ALL_FORMATS, out, "wide", increments)
+    (out / "summary-wide.json").write_text(json.dumps(summary, indent=2))
+    summary["narrow"] = wide_scenario(changes, 50, ("debezium-json",), out, "narrow", increments[:1])
+    (out / "summary-wide.json").write_text(json.dumps(summary, indent=2))
+    print(wide_table(summary["wide"], summary["narrow"]))
+    print(f"\nsummary: {out / 'summary-wide.json'}")
+    problems = summary["wide"]["problems"] + summary["narrow"]["problems"]
+    if problems:
+        print("\nTHE PIPELINE GAVE A WRONG ANSWER:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         sys.exit(1)
 
 
