@@ -61,6 +61,17 @@ def _closers(lakehouse, table: str) -> list[tuple]:
         f"from gold.cdc_history_versions where is_closer and source_table = '{table}' order by pk")]
 
 
+def _read_by_delta_rs(lakehouse, table: str, columns: list[str], where: str) -> list[tuple]:
+    """Rows of the Delta table ``table`` as delta-rs (``deltalake``, an engine other than Spark)
+    reads them from storage, sorted."""
+    from deltalake import DeltaTable, QueryBuilder
+
+    location = lakehouse.rows(f"describe detail {table}")[0]["location"].removeprefix("file:")
+    read = QueryBuilder().register("t", DeltaTable(location)).execute(
+        f"select {', '.join(columns)} from t where {where}").read_all()
+    return sorted(zip(*(read.column(c).to_pylist() for c in columns), strict=True))
+
+
 def test_in_order_increment_appends_its_versions_and_a_closer_per_key(lakehouse):
     t = DebeziumTable("dbserver1", "inventory", "hist", ["id"])
     one, two, three = {"id": 1, "v": "a"}, {"id": 2, "v": "a"}, {"id": 3, "v": "a"}
@@ -205,6 +216,15 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
         "select pk, count(*) as n from gold.cdc_history_versions where source_table = 'hist_settle' "
         "and is_open and not is_closer group by pk")} == {'{"id":1}': 1, '{"id":2}': 1, '{"id":3}': 2}
     assert history((1, 2)) == [r for r in unsettled_history if r["pk"] != '{"id":3}']
+    # an engine other than Spark reads the stored versions as Spark does: the settling MERGE
+    # marked the closers and the versions it ended deleted in deletion vectors, which delta-rs applies
+    location = lakehouse.rows("describe detail gold.cdc_history_versions")[0]["location"].removeprefix("file:")
+    assert any('"deletionVector":{' in entry.read_text() for entry in Path(location, "_delta_log").glob("*.json"))
+    columns = ["version_id", "pk", "op", "row", "apply_order", "next_apply_order", "is_open", "is_current", "is_closer"]
+    where = "source_table = 'hist_settle'"
+    assert _read_by_delta_rs(lakehouse, "gold.cdc_history_versions", columns, where) == sorted(
+        tuple(r.values()) for r in lakehouse.rows(
+            f"select {', '.join(columns)} from gold.cdc_history_versions where {where}"))
     _build_and_test_the_history(lakehouse)
     assert lakehouse.current_state("hist_settle") == {
         ("hist_settle", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}
