@@ -969,20 +969,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--changes", type=int, default=1_000_000, help="changes to generate (default 1,000,000)")
     parser.add_argument("--scales", help="comma-separated change counts, e.g. 1000000,2000000,4000000")
-    parser.add_argument("--tables", type=int, default=50, help="source tables (default 50)")
+    parser.add_argument("--tables", type=int, help="source tables (default 50; with --wide 500)")
     parser.add_argument("--no-kafka", action="store_true", help="skip landing through the local broker")
     parser.add_argument("--no-serve", action="store_true",
                         help="skip the builds through lakehouse serve (and the PostgreSQL metastore they need)")
     parser.add_argument("--out", type=Path, default=BENCH / "out", help="work folder (default bench/out)")
     parser.add_argument("--wide", action="store_true",
-                        help="the wide scenario instead: --changes (default 1,000,000) over 500 tables of every "
-                             "format the generator writes, increments of 1,000 and 100,000 changes, each build "
-                             "with its data tests; and the same over 50 tables of debezium-json for comparison")
+                        help="the wide scenario instead: --changes (default 1,000,000) over --tables (default 500) "
+                             "tables of every format the generator writes, increments of 1,000 changes and of a "
+                             "tenth of the first load, each build with its data tests; and the same first load "
+                             "over 50 tables of debezium-json with its 1,000-change increment, for comparison")
     args = parser.parse_args()
     out = args.out.resolve()  # LAKEHOUSE_DIR must not depend on the steps' working directory
     out.mkdir(parents=True, exist_ok=True)
     if args.wide:
-        wide_main(args.changes, out)
+        wide_main(args.changes, args.tables or 500, out)
         return
     scales = sorted(int(s) for s in args.scales.split(",")) if args.scales else [args.changes]
     summary: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": []}
@@ -992,7 +993,7 @@ def main() -> None:
     try:
         for n in scales:
             metastore = fresh_metastore(pg, n) if pg else None
-            summary["results"].append(run_scale(n, args.tables, not args.no_kafka, out, metastore))
+            summary["results"].append(run_scale(n, args.tables or 50, not args.no_kafka, out, metastore))
             (out / "summary.json").write_text(json.dumps(summary, indent=2))  # a long run keeps what it has
     finally:
         if pg:
@@ -1019,12 +1020,13 @@ def main() -> None:
         sys.exit(1)
 
 
-def wide_main(changes: int, out: Path) -> None:
-    """`bench/run.py --wide`: the wide scenario and its one-format comparison, one table, summary-wide.json."""
+def wide_main(changes: int, tables: int, out: Path) -> None:
+    """`bench/run.py --wide`: the wide scenario and its one-format comparison, one table, summary-wide.json.
+    The increments are 1,000 changes and a tenth of the first load (100,000 of the default 1M)."""
     summary: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     summary["dbt_parse_s"] = parse_project()
-    increments = (1_000, 100_000)
-    summary["wide"] = wide_scenario(changes, 500, generate.ALL_FORMATS, out, "wide", increments)
+    increments = (1_000, max(1, changes // 10))
+    summary["wide"] = wide_scenario(changes, tables, generate.ALL_FORMATS, out, "wide", increments)
     (out / "summary-wide.json").write_text(json.dumps(summary, indent=2))
     summary["narrow"] = wide_scenario(changes, 50, ("debezium-json",), out, "narrow", increments[:1])
     (out / "summary-wide.json").write_text(json.dumps(summary, indent=2))
