@@ -212,24 +212,33 @@ def floor_run(name: str, env: dict[str, str]) -> dict:
     return {"query_s": float(query_s), "process_s": step.seconds, "peak_gib": step.peak_gib, "live": int(live)}
 
 
-def model_seconds(target_path: str | None = None, since: float | None = None) -> dict[str, float]:
-    """Seconds per model and seed of the last dbt build (run_results.json in dbt's target folder:
-    ``target_path``, else ``DBT_TARGET_PATH`` when set): where the time went.
-
-    Empty, so that the table leaves the build out rather than show another run's nodes, when the
-    file is older than ``since`` (``time.time()`` as the build started: it wrote no file here,
-    as when the ``lakehouse`` command found another checkout's project) or holds no model (the
-    data tests' run wrote it): otherwise the data tests' timings would show under every build
-    but the first, for the first reason."""
+def run_results(target_path: str | None = None, since: float | None = None) -> list[dict]:
+    """The node results of the last dbt command (run_results.json in dbt's target folder:
+    ``target_path``, else ``DBT_TARGET_PATH`` when set); none when the file is older than
+    ``since`` (``time.time()`` as the command started: it wrote no file here, as when the
+    ``lakehouse`` command found another checkout's project) or cannot be read."""
     path = PROJECT / (target_path or os.environ.get("DBT_TARGET_PATH", "target")) / "run_results.json"
     try:
         if since is not None and path.stat().st_mtime < since:
-            return {}
-        results = json.loads(path.read_text(encoding="utf-8"))["results"]
+            return []
+        return json.loads(path.read_text(encoding="utf-8"))["results"]
     except (OSError, KeyError, ValueError):
-        return {}
-    return {r["unique_id"].rsplit(".", 1)[-1]: round(r["execution_time"], 1) for r in results
-            if r["unique_id"].split(".", 1)[0] in ("model", "seed")}
+        return []
+
+
+def model_seconds(target_path: str | None = None, since: float | None = None) -> dict[str, float]:
+    """Seconds per model and seed of the last dbt build (:func:`run_results`): where the time went.
+
+    Empty, so that the table leaves the build out rather than show another run's nodes, when the
+    build wrote no file (``since``) or the file holds no model (the data tests' run wrote it):
+    otherwise the data tests' timings would show under every build but the first."""
+    return {r["unique_id"].rsplit(".", 1)[-1]: round(r["execution_time"], 1)
+            for r in run_results(target_path, since) if r["unique_id"].split(".", 1)[0] in ("model", "seed")}
+
+
+def failure_lines(output: str) -> list[str]:
+    """dbt's lines about failed nodes in a command's output, the last ten."""
+    return [line.strip() for line in output.splitlines() if "FAIL" in line or "ERROR" in line][-10:]
 
 
 def check_answer(when: str, expected: dict[str, int], env: dict[str, str], problems: list[str]) -> int:
@@ -291,8 +300,7 @@ def run_scale(changes: int, tables: int, kafka: bool, out: Path, metastore: dict
                                "--vars", generate.build_vars()], env, check=False)
     result["first_test_s"], result["first_test_peak_gib"] = test.seconds, test.peak_gib
     if test.returncode != 0:
-        failed = [line.strip() for line in test.out.splitlines() if "FAIL" in line or "ERROR" in line]
-        problems.append("dbt test failed: " + "; ".join(failed[-10:]))
+        problems.append("dbt test failed: " + "; ".join(failure_lines(test.out)))
 
     floors.append(floor_run("floor: plain Spark, after the data tests", env))
     # the faster of the two floors: the ratio is judged against the floor the host allowed,
@@ -773,13 +781,9 @@ def machine() -> dict:
 
 def node_seconds(since: float) -> dict[str, float]:
     """Seconds per node of the last dbt build, data tests summed into one figure ("data tests"),
-    as `dbt build` runs them (run_results.json, as :func:`model_seconds` reads it)."""
-    path = PROJECT / os.environ.get("DBT_TARGET_PATH", "target") / "run_results.json"
-    try:
-        if path.stat().st_mtime < since:
-            return {}
-        results = json.loads(path.read_text(encoding="utf-8"))["results"]
-    except (OSError, KeyError, ValueError):
+    as `dbt build` runs them (:func:`run_results`)."""
+    results = run_results(since=since)
+    if not results:
         return {}
     seconds: dict[str, float] = {"data tests": 0.0}
     for r in results:
@@ -795,8 +799,7 @@ def wide_build(name: str, vars_json: str, env: dict[str, str], expected: dict[st
     """One `lakehouse build` as a user runs it (models and data tests), timed, its nodes, its answer checked."""
     step = Step(name, [str(BIN / "lakehouse"), "build", "--vars", vars_json], env, check=False)
     if step.returncode != 0:
-        failed = [line.strip() for line in step.out.splitlines() if "FAIL" in line or "ERROR" in line]
-        problems.append(f"{name} failed: " + "; ".join(failed[-10:]))
+        problems.append(f"{name} failed: " + "; ".join(failure_lines(step.out)))
     check_answer(name, expected, env, problems)
     return {"s": step.seconds, "nodes_s": node_seconds(step.started_at), "peak_gib": step.peak_gib}
 
@@ -1025,7 +1028,7 @@ def wide_main(changes: int, tables: int, out: Path) -> None:
     The increments are 1,000 changes and a tenth of the first load (100,000 of the default 1M)."""
     summary: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     summary["dbt_parse_s"] = parse_project()
-    increments = (1_000, max(1, changes // 10))
+    increments = tuple(sorted({1_000, max(1, changes // 10)}))  # one build when the two sizes are one
     summary["wide"] = wide_scenario(changes, tables, generate.ALL_FORMATS, out, "wide", increments)
     (out / "summary-wide.json").write_text(json.dumps(summary, indent=2))
     summary["narrow"] = wide_scenario(changes, 50, ("debezium-json",), out, "narrow", increments[:1])
