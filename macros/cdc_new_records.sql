@@ -54,7 +54,7 @@
     {#- with the seven commits before it, which cdc_landed_batches reads when the batches since the
         last run are among them (a following loader's build finds one to three): one read of
         the log, not two -#}
-    {%- set bronze_commit = cdc_last_commit(bronze, recent=8) -%}
+    {%- set bronze_commit = cdc_last_commit(bronze, recent=8, marked=false) -%}
     {%- do result.update({'upstream': bronze_commit.id}) -%}
     {%- set recorded = result.recorded -%}
     {%- if incremental -%}

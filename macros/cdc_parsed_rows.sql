@@ -371,7 +371,7 @@ final as (
         commit recorded, below). Every placeholder in the table is taken, so one that a
         stopped build left behind is parsed by the next build.
 
-        Runs before cdc_forget_watermark: the MERGE's commit records the run's watermark too.
+        Runs before cdc_write_progress, whose row then describes the MERGE's version.
     -#}
     {%- if not execute or not cdc_fast_parsers() -%}
         {{ return('') }}
@@ -383,7 +383,7 @@ final as (
     {%- set taken = cdc_database_property(this.schema, 'cdc.leftovers_taken') -%}
     {#- `written`: a first build's too (dbt's cache does not know the new table yet), so that
         the build with nothing new after it does not look again -#}
-    {%- set newest_commit = cdc_last_commit(this, written=true) -%}
+    {%- set newest_commit = cdc_last_commit(this, written=true, marked=false) -%}
     {%- set newest = _cdc_commit_digest(newest_commit) -%}
     {%- if newest is not none and taken == newest -%}
         {#- nothing more is written to silver in this run: the history and the table columns
@@ -456,7 +456,7 @@ final as (
     {%- endset -%}
     {#- run here, not returned as the hook's statement: the record needs the MERGE's commit -#}
     {%- do run_query(merge) -%}
-    {%- set merged = cdc_last_commit(this, written=true) -%}
+    {%- set merged = cdc_last_commit(this, written=true, marked=false) -%}
     {%- do cdc_remember_commit(this, merged) -%}
     {{ return(_cdc_leftovers_taken(_cdc_commit_digest(merged))) }}
 {%- endmacro %}

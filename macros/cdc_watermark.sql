@@ -6,18 +6,19 @@
         file whose statistics say it holds nothing newer, which it cannot do with a scalar
         subquery in the filter.
 
-        Read from the table's last commit when the model's own write recorded it there
-        (cdc_record_watermark): one small file of the Delta log instead of a scan of the
-        column, whose cost grows with the table (the MERGEs leave deletion vectors, so Delta
-        cannot answer max() from file statistics); an OPTIMIZE or a VACUUM after that write
-        changes nothing of it. Any other last commit (a user's DELETE, another model's
-        metadata, a write that recorded nothing) falls back to the scan.
+        Read from meta.cdc_build_progress, the row the model's post-hook wrote for the
+        table's newest version (cdc_record_watermark, macros/cdc_build_progress.sql): one
+        small table instead of a scan of the column, whose cost grows with the table (the
+        MERGEs leave deletion vectors, so Delta cannot answer max() from file statistics); an
+        OPTIMIZE or a VACUUM after that write changes nothing of it. A newest version that no
+        row describes (a user's DELETE, a build stopped between the write and its row) falls
+        back to the scan.
 
         Either way it checks that the table's apply orders (`order_column`) are in the layout
         this version writes (cdc_apply_order_layout): orders of two layouts do not compare, so
         a table an earlier version wrote stops the run, saying how to rebuild it.
 
-        `recorded`, a mapping, receives what else the commit recorded with the watermark
+        `recorded`, a mapping, receives what else the row recorded with the watermark
         (cdc_record_watermark's `extra`), and stays empty when the watermark was scanned. Its
         'rows_commit' and 'compacted' are the last commit's (cdc_last_commit).
     -#}
@@ -26,6 +27,8 @@
     {%- endif -%}
     {%- set commit = cdc_last_commit(this) -%}
     {%- set mark = commit.mark -%}
+    {#- the post-hook writes no row when the run leaves this version with this mark -#}
+    {%- do cdc_hand_over('progress_before', {'rows_commit': commit.rows_commit, 'mark': mark}) -%}
     {%- if mark is not none -%}
         {%- if mark.get('apply_order_layout') != cdc_apply_order_layout() -%}
             {{ _cdc_earlier_layout() }}
@@ -46,7 +49,7 @@
     {{ return(newest['newest']) }}
 {%- endmacro %}
 
-{% macro cdc_last_commit(relation, written=false, recent=1) -%}
+{% macro cdc_last_commit(relation, written=false, recent=1, marked=true) -%}
     {#-
         The newest commit of the Delta table `relation`, read at compile time from its log
         (`describe history ... limit 1`: one small file, not the table): {
@@ -57,12 +60,11 @@
                 commit's time with its version, as a table dropped and created again counts its
                 versions from 0 again;
             'operation': the commit's Delta operation;
-            'mark': the watermark the commit recorded (cdc_record_watermark), when it is that
-                table's own write's (cdc_watermark_operations), or a run's that had nothing to
-                change but its watermark (cdc_watermark_record_only); else none,
-            'rows_commit': the id of the commit that last wrote the table's rows: this one,
-                unless it is such a record-only run's, which names it (gold.cdc_table_columns';
-                read by its next run and by the typed columns' key),
+            'mark': what the model recorded for the version that last wrote the table's rows
+                (its row of meta.cdc_build_progress: cdc_recorded_progress), else none; not
+                looked up with `marked` false (bronze, which no model writes),
+            'rows_commit': the id of the commit that last wrote the table's rows (read by
+                gold.cdc_table_columns' next run and by the typed columns' key),
             'compacted': whether an OPTIMIZE came after the table's last write (below),
             'recent': the log's rows of the newest `recent` commits, newest first (a caller
                 that reads the commits before the newest asks for them here: `describe
@@ -73,8 +75,8 @@
 
         Commits that change no row (an OPTIMIZE, the history's compaction or a user's, a
         VACUUM: cdc_rowless_maintenance) are passed over: the mark and the rows are those of
-        the write before them, which are still the table's (at most 8 commits back; beyond, as
-        for any other commit, no mark). The id stays the newest commit's: a table compacted
+        the write before them, which are still the table's (at most 8 commits back; beyond,
+        no mark). The id stays the newest commit's: a table compacted
         since a model recorded it is not unchanged to that model, whose next run then asks
         what is new, and finds nothing.
 
@@ -125,18 +127,14 @@
             {%- endif -%}
         {%- endfor -%}
     {%- endif -%}
-    {%- set row = written.row -%}
-    {%- set operation = row['operation'] if row is not none else none -%}
-    {%- if (operation in cdc_watermark_operations() or operation == 'SET TBLPROPERTIES') and row['userMetadata'] -%}
-        {%- set metadata = fromjson(row['userMetadata'], {}) -%}
-        {%- set mark = metadata.get('cdc_lakehouse_watermark') if metadata is mapping else none -%}
-        {%- if mark is mapping and mark.get('table') == (relation | string) and mark.get('ingested_at')
-                and (operation != 'SET TBLPROPERTIES' or _cdc_sets_watermark(row, mark)) -%}
+    {%- set row = written.row if written.row is not none else rows[0] -%}
+    {%- do commit.update({'rows_commit': cdc_commit_id(relation, row)}) -%}
+    {%- if marked and written.row is not none -%}
+        {%- set mark = cdc_recorded_progress(commit.rows_commit) -%}
+        {%- if mark is mapping and mark.get('table') == (relation | string) and mark.get('ingested_at') -%}
             {%- do commit.update({'mark': mark}) -%}
         {%- endif -%}
     {%- endif -%}
-    {%- do commit.update({'rows_commit': commit.mark.get('rows_commit') if operation == 'SET TBLPROPERTIES' and commit.mark
-        else cdc_commit_id(relation, row if row is not none else rows[0])}) -%}
     {%- if not own -%}
         {%- do cdc_remember_commit(relation, commit) -%}
     {%- endif -%}
@@ -162,7 +160,18 @@
 {% macro cdc_commit_id(relation, row) -%}
     {#- The id of a commit of the Delta table `relation`, from its row of `describe history`:
         {'table', 'version', 'committed_at'} (cdc_last_commit) -#}
-    {{ return({'table': relation | string, 'version': row['version'] | int, 'committed_at': row['timestamp'] | string}) }}
+    {#- the time as Python writes a datetime, whether the row came through a session (a
+        datetime) or the Thrift server (text): a row of meta.cdc_build_progress written by one
+        is found by the other -#}
+    {%- set stamp = row['timestamp'] -%}
+    {%- if stamp is string -%}
+        {%- set parts = modules.re.match('^([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.]([0-9]{1,6}))?$', stamp) -%}
+        {%- if parts -%}
+            {%- set stamp = modules.datetime.datetime.strptime(
+                parts.group(1) ~ ' ' ~ parts.group(2) ~ '.' ~ ((parts.group(3) or '') ~ '000000')[:6], '%Y-%m-%d %H:%M:%S.%f') -%}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return({'table': relation | string, 'version': row['version'] | int, 'committed_at': stamp | string}) }}
 {%- endmacro %}
 
 {% macro cdc_unchanged_since(recorded, commit) -%}
@@ -172,42 +181,6 @@
         False when nothing was recorded (a watermark scanned, a first build) or the table's
         newest commit is unknown. -#}
     {{ return(commit.id is not none and recorded.get('upstream') == commit.id) }}
-{%- endmacro %}
-
-{% macro cdc_watermark_record_only(ingested_at) -%}
-    {#- The table properties of a run that has nothing to change but its watermark (gold.cdc_table_columns,
-        cdc_table_column_change): their commit (`alter table ... set tblproperties`) records the
-        watermark as every write does, without rewriting any file. The property holds the
-        watermark too, which tells this commit from any other property set that a leftover
-        setting of the session's commit metadata would mark (_cdc_sets_watermark). -#}
-    {{ return({'cdc_lakehouse.watermark': ingested_at}) }}
-{%- endmacro %}
-
-{% macro _cdc_sets_watermark(row, mark) -%}
-    {#- whether the property set of `row` (of `describe history`) is a record-only run's, which sets
-        the watermark it records (cdc_watermark_record_only). Its operationParameters are a
-        mapping in a session, whose 'properties' is JSON text; through the Thrift server, the
-        whole is one text whose inner quotes are not escaped (Spark's toHiveString), which no
-        JSON reader takes: so the property is looked for as text, `"name":"value"`, in both. -#}
-    {%- set parameters = row['operationParameters'] -%}
-    {%- if parameters is string -%}
-        {%- set parameters = fromjson(parameters, parameters) -%}
-    {%- endif -%}
-    {%- set text = (parameters.get('properties') if parameters is mapping else parameters) or '' -%}
-    {%- for name, value in cdc_watermark_record_only(mark['ingested_at']).items() -%}
-        {%- if ('"' ~ name ~ '":"' ~ value ~ '"') not in (text | string) -%}
-            {{ return(false) }}
-        {%- endif -%}
-    {%- endfor -%}
-    {{ return(true) }}
-{%- endmacro %}
-
-{% macro cdc_watermark_operations() -%}
-    {#- the Delta operations of a model's own write: an incremental run's MERGE or append
-        (WRITE), and a first build's or full refresh's create of the table (cdc_last_commit
-        also takes the property set of a run that had nothing else to change:
-        cdc_watermark_record_only) -#}
-    {{ return(['MERGE', 'WRITE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT']) }}
 {%- endmacro %}
 
 {% macro _cdc_earlier_layout() -%}
@@ -249,44 +222,17 @@
 
 {% macro cdc_record_watermark(ingested_at, extra=none) -%}
     {#-
-        Have this model's write commit `ingested_at` (a string: the newest ingest time it
-        consumes) as its Delta commit's user metadata, for cdc_watermark to read at the
-        next run. Sets the session's spark.databricks.delta.commitInfo.userMetadata at compile
-        time, right before the model's statements run; the model's post-hook
-        cdc_forget_watermark() unsets it. The model must then read nothing newer than
-        `ingested_at`. The layout of its apply orders is recorded with it. The table's name
-        and the operation (a model's own write, cdc_watermark_operations) in the reader's
-        check keep a value that outlived a failed model out of any other table. `extra`, a
-        mapping, is recorded beside it (what the model consumed up to it, for its next run).
+        Record, for this model's next run, that its write consumes up to `ingested_at` (a
+        string: the newest ingest time it reads), with the layout of its apply orders and
+        `extra` (a mapping: what else the model consumed up to it). Handed over to the
+        post-hook cdc_write_progress, which writes it to meta.cdc_build_progress as the row of
+        the version the write made (macros/cdc_build_progress.sql). The model must then read
+        nothing newer than `ingested_at`.
     -#}
     {%- if execute and ingested_at is not none -%}
         {%- set mark = {'table': this | string, 'ingested_at': ingested_at, 'apply_order_layout': cdc_apply_order_layout()} -%}
         {%- do mark.update(extra or {}) -%}
-        {%- set value = tojson({'cdc_lakehouse_watermark': mark}) -%}
-        {%- do run_query('set spark.databricks.delta.commitInfo.userMetadata = ' ~ value) -%}
-    {%- endif -%}
-{%- endmacro %}
-
-{% macro cdc_forget_watermark() -%}
-    {#- post-hook of a model that called cdc_record_watermark: later commits record nothing -#}
-    reset spark.databricks.delta.commitInfo.userMetadata
-{%- endmacro %}
-
-{% macro cdc_suspend_watermark() -%}
-    {#- In a pre-hook whose statements commit to the model's table before its write (a
-        compaction, the history's settling): the watermark the model's compile set for its
-        write to record (cdc_record_watermark), unset so that those commits record nothing of
-        their own. Returns it, for cdc_resume_watermark after them. -#}
-    {%- set metadata = run_query('set spark.databricks.delta.commitInfo.userMetadata').rows[0][1] -%}
-    {%- do run_query(cdc_forget_watermark()) -%}
-    {{ return(metadata) }}
-{%- endmacro %}
-
-{% macro cdc_resume_watermark(metadata) -%}
-    {#- The watermark cdc_suspend_watermark unset (`metadata`), set again for the model's write;
-        nothing when none was set. -#}
-    {%- if metadata and metadata != '<undefined>' -%}
-        {%- do run_query('set spark.databricks.delta.commitInfo.userMetadata = ' ~ metadata) -%}
+        {%- do cdc_hand_over('progress', mark) -%}
     {%- endif -%}
 {%- endmacro %}
 

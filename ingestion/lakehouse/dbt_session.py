@@ -136,15 +136,9 @@ def reuse_running_session() -> None:
 
     execute.reuses_running_session = True  # type: ignore[attr-defined]
     cursor.execute = execute
-    # what the project's on-run-start hook (cdc_require_own_sessions) asks before a run of more
-    # than one thread on the session method
-    os.environ[OWN_SESSIONS] = "1"
     for name in ("fetchall", "fetchone"):
         setattr(cursor, name, _without_java_stacks(getattr(cursor, name)))
 
-
-#: Set once dbt's statements run in a session per thread (:func:`reuse_running_session`).
-OWN_SESSIONS = "LAKEHOUSE_SESSION_PER_THREAD"
 
 _THREAD_SESSIONS = threading.local()
 
@@ -154,11 +148,12 @@ def session_of_this_thread(session: Any) -> Any:
     thread (dbt's start, its catalog, the on-run hooks), else one of the thread's own, a
     ``newSession()`` of it, kept for the thread's life.
 
-    Why: a model's write records its watermark in a setting of the session it runs in (Delta's
-    commit metadata, ``cdc_record_watermark``), and a MERGE sets its join there too
-    (``cdc_merge_by_hash_join``); each model sets them and puts them back around its own write.
-    Two dbt threads sharing one session would commit each other's watermark, when the history
-    and the table columns run side by side. A session of its own shares the driver, its
+    Why: a MERGE sets its join in a setting of the session it runs in
+    (``cdc_merge_by_hash_join``), and a compaction its file sizes (``cdc_optimize_files``); each
+    model sets them and puts them back around its own statements. Two dbt threads sharing one
+    session would plan each other's statements with them, when the history and the table
+    columns run side by side (slower plans, not other rows: the models' state is in
+    ``meta.cdc_build_progress``, not in the session). A session of its own shares the driver, its
     SparkContext, the metastore and the cached tables, and has its own settings and temporary
     views. The settings the driver started with (the profile's) are the SparkContext's, which a
     new session starts from.

@@ -50,8 +50,8 @@
         (Delta's maxDeletedRowsRatio: the open partitions' files, where each MERGE leaves the
         versions it closed and the closers it deleted) is written again without them. A first
         build's files, already large, are otherwise left as they are. A VACUUM
-        follows with cdc_vacuum_after_compaction. Run after cdc_forget_watermark: the commits
-        record nothing of their own.
+        follows with cdc_vacuum_after_compaction. Run after cdc_write_progress: its commits
+        change no row, and cdc_last_commit passes over them to the write the row describes.
     -#}
     {#- none outside execution, and when the model's compile handed nothing over -#}
     {%- set compaction = cdc_handed('history_compaction') -%}
@@ -87,8 +87,8 @@
         Pre-hook of gold.cdc_history_versions: the settling cdc_history_settling decided, before
         the write. One MERGE: every stored version a closer ends (cdc_history_pending_ends) gets
         that end and leaves the open partitions, and every closer is deleted. gold.cdc_history
-        reads the same before and after. Its commit records nothing of its own (the model's
-        compile set the watermark its write records: unset for the MERGE, set again after).
+        reads the same before and after. The model's write comes after it, and the row of
+        meta.cdc_build_progress describes that write's version.
     -#}
     {%- set settling = cdc_handed('history_settling') -%}
     {%- if not settling or not settling.settle -%}
@@ -114,9 +114,7 @@
             is_open = false,
             is_current = false
     {%- endset -%}
-    {%- set metadata = cdc_suspend_watermark() -%}
     {%- do run_query(settle) -%}
-    {%- do cdc_resume_watermark(metadata) -%}
     {{ return('') }}
 {%- endmacro %}
 

@@ -19,9 +19,9 @@
     {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
-    {#- the commit that last wrote its rows: a run with nothing to change commits only its
-        watermark, naming that one (cdc_table_column_change) -#}
-    {%- set columns = cdc_last_commit(ref('cdc_table_columns')).rows_commit -%}
+    {#- the commit that last wrote its rows: a run with nothing to change records only its
+        watermark, for the version it leaves (cdc_table_column_change) -#}
+    {%- set columns = cdc_last_commit(ref('cdc_table_columns'), marked=false).rows_commit -%}
     {%- set overrides = ref('cdc_column_type_overrides') -%}
     {%- set seeds = graph.nodes.values() | selectattr('resource_type', 'equalto', 'seed')
         | selectattr('name', 'equalto', overrides.identifier) | list -%}

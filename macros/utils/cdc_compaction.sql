@@ -71,17 +71,13 @@
     {#-
         Pre-hook of a model whose compile handed over a compaction under `name`
         (cdc_silver_compaction's): the OPTIMIZE (and VACUUM: cdc_optimize_files), before the
-        model's write. The model's compile has already set the watermark its write records
-        (cdc_record_watermark): it is unset for them, whose commits record nothing of their
-        own, and set again after.
+        model's write, whose version the row of meta.cdc_build_progress then describes.
     -#}
     {%- set compaction = cdc_handed(name) -%}
     {%- if not compaction or not compaction.compact -%}
         {{ return('') }}
     {%- endif -%}
     {{ log(this ~ ': compacting its files after ' ~ compaction.before ~ ' appends (cdc_silver_compact_every)', info=true) }}
-    {%- set metadata = cdc_suspend_watermark() -%}
     {%- do cdc_optimize_files(this) -%}
-    {%- do cdc_resume_watermark(metadata) -%}
     {{ return('') }}
 {%- endmacro %}

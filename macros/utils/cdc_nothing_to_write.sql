@@ -28,14 +28,7 @@
     {#- dbt-spark's statement of an incremental run (this project's version takes precedence),
         a statement that writes nothing when the model's SQL says so (cdc_nothing_to_write), or
         an append in place of the MERGE (cdc_append) -#}
-    {%- set record = cdc_handed('record_only') -%}
-    {%- if record -%}
-        {#- nothing to change but the watermark, which the session's commit metadata holds
-            (cdc_record_watermark): a commit of the properties handed over records it -#}
-        alter table {{ target }} set tblproperties (
-            {%- for name, value in record.items() %}{{ cdc_sql_string(name) }} = {{ cdc_sql_string(value) }}{{ ', ' if not loop.last }}{% endfor -%}
-        )
-    {%- elif '/* cdc_nothing_to_write */' in ((model or {}).get('compiled_code') or '') -%}
+    {%- if '/* cdc_nothing_to_write */' in ((model or {}).get('compiled_code') or '') -%}
         select 'nothing new for {{ target }}' as skipped_write
     {%- elif '/* cdc_append */' in ((model or {}).get('compiled_code') or '') -%}
         {{ dbt.dbt_spark_get_incremental_sql('append', source, target, existing, unique_key, incremental_predicates) }}

@@ -165,7 +165,7 @@
             'source_database,source_schema,source_table,pk,apply_order,valid_from,valid_to,ingested_at',
     },
     pre_hook=["{{ cdc_settle_history() }}"],
-    post_hook=["{{ cdc_forget_watermark() }}", "{{ cdc_forget_merge_hash_join() }}", "{{ cdc_compact_history() }}"],
+    post_hook=["{{ cdc_write_progress() }}", "{{ cdc_forget_merge_hash_join() }}", "{{ cdc_compact_history() }}"],
 ) }}
 {#- Statistics only on the columns readers filter by (a table, a key, a time, the watermark's
     ingested_at): those of the row image, the version id and the change id would only cost

@@ -6,8 +6,9 @@
     cdc_table_column_rows (macros/gold/cdc_table_column_rows.sql), which an increment runs
     first to ask what it would change (cdc_table_column_change): usually nothing but each
     column's newest order, and then the table is left as it is and only the watermark is
-    committed (a table property, far cheaper than the MERGE, whose source query is the question
-    itself), which also leaves the typed columns and their views unread (cdc_typed_specs_key).
+    recorded (a row of meta.cdc_build_progress, far cheaper than the MERGE, whose source query
+    is the question itself), which also leaves the typed columns and their views unread
+    (cdc_typed_specs_key).
 
     The type comes from the newest change in which the column has a value: formats that type
     each value rather than each column (OMS Avro's precision, scale and charset sit in the
@@ -16,9 +17,9 @@
 #}
 
 {#-
-    Incremental by a watermark its writes record (cdc_record_watermark): silver's own, read from
-    silver's newest commit, which its parse wrote (nothing in silver is newer), with that
-    commit's id. A run that finds silver's newest commit still the one recorded has nothing new
+    Incremental by a watermark its runs record (cdc_record_watermark): silver's own, which
+    silver's parse recorded for silver's newest version (nothing in silver is newer), with that
+    version's id. A run that finds silver's newest commit still the one recorded has nothing new
     and writes nothing (cdc_nothing_to_write); the others read the changes up to it. Without a
     recorded watermark (silver's newest commit is not its parse's, or a table an earlier version
     wrote), the watermark is the newest last_ingested_at stored, and the read is unbounded:
@@ -30,27 +31,21 @@
 {%- set up_to = silver_commit.mark.ingested_at if silver_commit.mark else none %}
 {%- set unchanged = cdc_unchanged_since(recorded, silver_commit) %}
 {#- what the new changes would change (cdc_table_column_change): nothing but the orders (the
-    table is left as it is and a property commit records the watermark), new columns (the
+    table is left as it is and the run records its watermark alone), new columns (the
     increment's MERGE), or a known column's type (every change is read again). Asked when the
-    last commit recorded which commit wrote the rows (a watermark read from the log, not
-    scanned), which a property commit names in turn, and silver's watermark is known #}
+    table's newest version has its recorded watermark (read, not scanned) and silver's
+    watermark is known #}
 {%- set change = cdc_table_column_change(cdc_table_column_rows(watermark, up_to))
     if is_incremental() and not unchanged and recorded.get('rows_commit') is not none and up_to is not none
     else 'columns' %}
-{%- if change == 'none' %}
-{#- the rows stay those of the commit that last wrote them, which the typed columns' key names #}
-{%- do cdc_record_watermark(up_to, {'upstream': silver_commit.id, 'rows_commit': recorded.get('rows_commit')}) %}
-{%- do cdc_hand_over('record_only', cdc_watermark_record_only(up_to)) %}
-{%- else %}
 {%- do cdc_record_watermark(up_to, {'upstream': silver_commit.id}) %}
-{%- endif %}
 
 {%- if not is_incremental() %}
     {%- do cdc_log_plan('first build: the columns of every change') %}
 {%- elif unchanged %}
     {%- do cdc_log_plan('nothing new in silver since its commit recorded here: nothing written') %}
 {%- elif change == 'none' %}
-    {%- do cdc_log_plan('the changes up to ' ~ up_to ~ ' bring no new column and no new type: the watermark alone is committed') %}
+    {%- do cdc_log_plan('the changes up to ' ~ up_to ~ ' bring no new column and no new type: the watermark alone is recorded') %}
 {%- elif change == 'columns' %}
     {%- do cdc_log_plan('the changes after ' ~ (watermark or 'the start') ~ ': MERGE of the columns they carry') %}
 {%- else %}
@@ -63,12 +58,12 @@
     unique_key='column_key',
     merge_update_condition='DBT_INTERNAL_SOURCE.last_seen_order > DBT_INTERNAL_DEST.last_seen_order',
     tblproperties={'delta.enableDeletionVectors': 'true'},
-    post_hook="{{ cdc_forget_watermark() }}",
+    post_hook="{{ cdc_write_progress() }}",
 ) }}
 
 {% if unchanged or change == 'none' -%}
 {#- nothing new, or nothing to change: no MERGE runs (cdc_nothing_to_write; with nothing to
-    change, the property commit runs instead), and its source, empty, is the table's own
+    change, the post-hook records the watermark alone), and its source, empty, is the table's own
     columns: Spark analyses this for the MERGE's temporary view, which is cheaper than
     analysing the query below #}
 select * from {{ this }}

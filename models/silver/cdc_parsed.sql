@@ -17,7 +17,7 @@
         'delta.dataSkippingStatsColumns': 'ingested_at,source_format,source_table,kafka_topic',
     },
     pre_hook=["{{ cdc_compact_before_write('silver_compaction') }}"],
-    post_hook=["{{ cdc_parse_leftovers() }}", "{{ cdc_forget_watermark() }}"],
+    post_hook=["{{ cdc_parse_leftovers() }}", "{{ cdc_write_progress() }}"],
 ) }}
 {#- Statistics only on the columns readers filter by: downstream models skip files by
     ingested_at, and min/max of the long image and raw-value columns would only cost time. #}

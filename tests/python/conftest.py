@@ -153,6 +153,16 @@ class InProcessLakehouse:
         """The query's rows as dicts."""
         return [r.asDict(recursive=True) for r in self.spark.sql(query).collect()]
 
+    def progress(self, table: str, version: int | None = None) -> dict[str, Any] | None:
+        """What the model recorded in meta.cdc_build_progress for ``version`` of its ``table``
+        (default: the newest version), or None when no row describes that version."""
+        if version is None:
+            version = self.rows(f"describe history {table} limit 1")[0]["version"]
+        rows = self.rows(
+            f"select progress from meta.cdc_build_progress where model_table = '{table}' "
+            f"and table_version = {version} order by recorded_at desc limit 1")
+        return json.loads(rows[0]["progress"]) if rows else None
+
     def described(self, table: str) -> dict[str, str]:
         """``describe table extended``'s rows as {name: value} (Type, Created Time, View Schema Mode, ...)."""
         return {r["col_name"]: r["data_type"] for r in self.rows(f"describe table extended {table}")}

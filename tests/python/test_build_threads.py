@@ -1,19 +1,16 @@
 """``lakehouse build`` runs dbt in two threads (LAKEHOUSE_THREADS), and each thread's statements
-in a Spark session of its own (lakehouse.dbt_session): a model records its watermark in a
-setting of its session, and the history and the table columns run side by side, so each must
-commit its own. A plain dbt build of more threads on the session method, which runs them all in
-one session, is stopped before its first node (macros/cdc_require_own_sessions.sql)."""
+in a Spark session of its own (lakehouse.dbt_session), where a model's settings for its MERGE
+stay its own. The history and the table columns run side by side, and each records its own
+watermark in meta.cdc_build_progress."""
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
 import pytest
 from cdc_messages import DebeziumTable
-from conftest import PROJECT
-from lakehouse.dbt_session import OWN_SESSIONS, reuse_running_session, with_threads
+from lakehouse.dbt_session import reuse_running_session, with_threads
 
 WRITTEN = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_columns")
 
@@ -74,13 +71,9 @@ def test_each_dbt_thread_runs_in_a_session_of_its_own(lakehouse) -> None:
     assert not lakehouse.spark.catalog.tableExists("mine")
 
 
-def _watermark_tables(lakehouse) -> dict[str, str]:
-    """The table named in the watermark of each written table's newest commit."""
-    named = {}
-    for table in WRITTEN:
-        commit = lakehouse.rows(f"describe history {table} limit 1")[0]
-        named[table] = json.loads(commit["userMetadata"])["cdc_lakehouse_watermark"]["table"]
-    return named
+def _watermark_tables(lakehouse) -> dict[str, str | None]:
+    """The table named in what was recorded for each written table's newest version."""
+    return {table: (lakehouse.progress(table) or {}).get("table") for table in WRITTEN}
 
 
 def test_models_built_side_by_side_each_commit_their_own_watermark(lakehouse, tmp_path: Path) -> None:
@@ -101,18 +94,3 @@ def test_models_built_side_by_side_each_commit_their_own_watermark(lakehouse, tm
     columns = {r["column_name"] for r in lakehouse.rows(
         "select column_name from gold.cdc_table_columns where source_table = 'threads'")}
     assert columns == {"id", "v", "w"}
-
-
-def test_a_plain_build_of_two_threads_in_one_session_is_stopped(lakehouse, monkeypatch) -> None:
-    """dbt's own command, whose session method runs every thread in one session."""
-    from dbt.cli.main import dbtRunner
-
-    monkeypatch.delenv(OWN_SESSIONS, raising=False)
-    result = dbtRunner().invoke([
-        "build", "--select", "cdc_op_codes", "--threads", "2", "--quiet",
-        "--profiles-dir", str(PROJECT / "profiles"), "--project-dir", str(PROJECT),
-    ])
-    assert not result.success
-    message = str(result.exception)
-    assert "2 threads would commit each other's" in message, message
-    assert "Run `lakehouse build`" in message, message

@@ -165,8 +165,7 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
             f"and pk in ({keys}) order by pk, apply_order")
 
     def unsettled() -> int:
-        commit = lakehouse.rows("describe history gold.cdc_history_versions limit 1")[0]
-        return json.loads(commit["userMetadata"])["cdc_lakehouse_watermark"]["unsettled_appends"]
+        return lakehouse.progress("gold.cdc_history_versions")["unsettled_appends"]
 
     land([1, 2], "b")
     appended = lakehouse.logged_build(tmp_path / "append", "--vars", SETTLE_EVERY_TWO)
@@ -310,14 +309,14 @@ NO_TRUNCATE = {"gold.cdc_history_versions": {"truncations": 0}}
 
 
 def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
-    """The watermark the table's last commit recorded, or None; the history's record of its
+    """The watermark recorded for the table's newest version (its row of meta.cdc_build_progress),
+    or None; the history's record of its
     newest apply order per source table is checked against the table itself and left out. A
     first build records none (it would sort every change to count them by table): the first
     increment reads them from the open versions. The newest commit of the table it read
     (its upstream), recorded with it, is checked against that table's newest one now (nothing
     wrote to it since) and left out, and so is the digest of the code the parse ran."""
-    metadata = lakehouse.rows(f"describe history {table} limit 1")[0]["userMetadata"]
-    mark = json.loads(metadata)["cdc_lakehouse_watermark"] if metadata else None
+    mark = lakehouse.progress(table)
     if mark:
         newest = lakehouse.rows(f"describe history {UPSTREAM[table]} limit 1")[0]
         assert mark.pop("upstream") == {
@@ -347,17 +346,18 @@ def _recorded(lakehouse, table: str, first_build: bool = False) -> dict | None:
     return mark
 
 
-def _commit_with_metadata(lakehouse, table: str, metadata: dict, statement: str | None = None) -> None:
-    """A commit to ``table`` carrying ``metadata``, as a failed model's leftover setting would
-    give it: ``statement``, else a MERGE that writes every row again as it is (a write that
+def _commit_with_progress(lakehouse, table: str, mark: dict, statement: str | None = None) -> None:
+    """A commit to ``table`` and a row of meta.cdc_build_progress recording ``mark`` for it: the
+    commit of ``statement``, else of a MERGE that writes every row again as it is (a write that
     changes nothing does not commit)."""
     key = "version_id" if table == "gold.cdc_history_versions" else "state_key"
-    lakehouse.spark.sql(f"set {USER_METADATA} = {json.dumps(metadata)}")
-    try:
-        lakehouse.spark.sql(statement or f"merge into {table} as t using {table} as s on t.{key} = s.{key} "
-                                         "when matched then update set *")
-    finally:
-        lakehouse.spark.sql(f"reset {USER_METADATA}")
+    lakehouse.spark.sql(statement or f"merge into {table} as t using {table} as s on t.{key} = s.{key} "
+                                     "when matched then update set *")
+    newest = lakehouse.rows(f"describe history {table} limit 1")[0]
+    lakehouse.spark.sql(
+        "insert into meta.cdc_build_progress values ("
+        f"'{table}', {newest['version']}, '{newest['timestamp']}', '{mark.get('ingested_at')}', null, null, "
+        f"'{json.dumps(mark)}', 'test', current_timestamp())")
 
 
 def _compiled_newer_than(model: str) -> str:
@@ -386,7 +386,7 @@ def _compiled_watermark(model: str, layer: str = "gold") -> str:
     return re.search(r"ingested_at > timestamp '([^']*)'", text)[1]
 
 
-def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
+def test_increments_read_the_watermark_their_last_write_recorded(lakehouse):
     t = DebeziumTable("dbserver1", "inventory", "hist_mark", ["id"])
     row = {"id": 1, "v": "a"}
     messages = [t.insert(row), t.update(row, {**row, "v": "b"}), t.update({**row, "v": "b"}, {**row, "v": "c"}),
@@ -405,15 +405,12 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     lakehouse.ingest(t.envelopes(messages[1:2], first_offset=1), fmt="debezium-json")
     lakehouse.build(tests=False)
 
-    # each incremental write recorded the newest ingest time it consumed, and left the
-    # session's commits recording nothing after it; the table columns, with no new column or
-    # type to write, recorded theirs in a property commit that names the commit of its rows
+    # each incremental write recorded the newest ingest time it consumed, for the version it
+    # made; the table columns, with no new column or type to write, made none, and recorded
+    # theirs for the version of their rows
     columns = lakehouse.rows("describe history gold.cdc_table_columns limit 2")
-    assert columns[0]["operation"] == "SET TBLPROPERTIES", columns
-    assert columns[1]["operation"] in ("CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"), columns
-    assert json.loads(columns[0]["userMetadata"])["cdc_lakehouse_watermark"]["rows_commit"] == {
-        "table": "gold.cdc_table_columns", "version": columns[1]["version"],
-        "committed_at": str(columns[1]["timestamp"])}
+    assert len(columns) == 1, columns
+    assert columns[0]["operation"] in ("CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"), columns
     newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
     for table in WATERMARKED:
         assert _recorded(lakehouse, table) == {"table": table, "ingested_at": newest, "apply_order_layout": 2,
@@ -439,29 +436,29 @@ def test_increments_read_the_watermark_their_last_commit_recorded(lakehouse):
     # the next run reads it: an earlier recorded watermark (one the model wrote itself) is
     # what the next build's filter uses, and reading a change again changes nothing
     earlier = "2001-01-01 00:00:00"
-    _commit_with_metadata(lakehouse, "gold.cdc_history_versions", {"cdc_lakehouse_watermark": {
-        "table": "gold.cdc_history_versions", "ingested_at": earlier, "apply_order_layout": 2}})
-    # a watermark naming another table (a failed model's leftover setting) is not trusted:
-    # this one would hide every later record from silver
+    _commit_with_progress(lakehouse, "gold.cdc_history_versions", {
+        "table": "gold.cdc_history_versions", "ingested_at": earlier, "apply_order_layout": 2})
+    # a row whose record names another table is not trusted: this one would hide every later
+    # record from silver
     future = {"table": "gold.cdc_history_versions", "ingested_at": "2999-01-01 00:00:00", "apply_order_layout": 2}
-    _commit_with_metadata(lakehouse, "silver.cdc_parsed", {"cdc_lakehouse_watermark": future}, PARSED_AGAIN)
+    _commit_with_progress(lakehouse, "silver.cdc_parsed", future, PARSED_AGAIN)
     lakehouse.ingest(t.envelopes(messages[2:3], first_offset=2), fmt="debezium-json")
     lakehouse.build(tests=False)
     assert _compiled_watermark("cdc_history_versions") == earlier
     assert _compiled_watermark("cdc_parsed", "silver") == newest
-    # that commit did not say how many truncates were consumed (as one of an earlier version
-    # would not): the build counted them, and recorded the count
+    # that row did not say how many truncates were consumed: the build counted them, and
+    # recorded the count
     assert _recorded(lakehouse, "gold.cdc_history_versions")["truncations"] == 0
     assert lakehouse.current_state("hist_mark") == {("hist_mark", '{"id":1}'): {"id": "1", "v": "c"}}
     history = lakehouse.rows("select get_json_object(row, '$.v') as v, is_open from gold.cdc_history "
                              "where source_table = 'hist_mark' order by apply_order")
     assert [(r["v"], r["is_open"]) for r in history] == [("a", False), ("b", False), ("c", True)]
 
-    # a last commit by anything but the model's MERGE or append (here a property set by hand,
-    # even one carrying a watermark of the table) falls back to reading the table
-    _commit_with_metadata(lakehouse, "gold.cdc_history_versions", {"cdc_lakehouse_watermark": {
-        "table": "gold.cdc_history_versions", "ingested_at": earlier, "apply_order_layout": 2}},
-        "alter table gold.cdc_history_versions set tblproperties ('cdc_lakehouse.test' = 'yes')")
+    # a newest version that no row describes (here a property set by hand after the model's
+    # last write, as a build stopped between its write and its row leaves one) falls back to
+    # reading the table
+    lakehouse.spark.sql("alter table gold.cdc_history_versions set tblproperties ('cdc_lakehouse.test' = 'yes')")
+    assert lakehouse.progress("gold.cdc_history_versions") is None
     newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from gold.cdc_history_versions")[0]["t"]
     lakehouse.ingest(t.envelopes(messages[3:], first_offset=3), fmt="debezium-json")
     _build_and_test_the_history(lakehouse)
@@ -492,9 +489,9 @@ def test_apply_orders_of_the_padded_layout_ask_for_a_full_refresh(lakehouse):
     orders = [r["apply_order"] for r in lakehouse.rows("select apply_order from silver.cdc_changes")]
     assert orders and all(not re.match(PADDED, o) and len(o) < 60 for o in orders), orders
 
-    # an earlier version recorded its watermarks without a layout: its commit is not trusted
-    _commit_with_metadata(lakehouse, "silver.cdc_parsed", {"cdc_lakehouse_watermark": {
-        "table": "silver.cdc_parsed", "ingested_at": "2001-01-01 00:00:00"}}, PARSED_AGAIN)
+    # an earlier version recorded its watermarks without a layout: its record is not trusted
+    _commit_with_progress(lakehouse, "silver.cdc_parsed", {
+        "table": "silver.cdc_parsed", "ingested_at": "2001-01-01 00:00:00"}, PARSED_AGAIN)
     # and a table whose last commit recorded nothing is read: a padded order gives it away
     padded = "1." + ".".join(["0" * 38] * 3) + "." + "0" * 10 + "." + "0" * 19 + "1." + "0" * 10
     assert re.match(PADDED, padded)
@@ -627,13 +624,14 @@ def test_version_ids_are_md5s_and_a_history_with_the_earlier_sha256_ids_goes_on(
 
 
 # and the closers settled before every append but the first
+HISTORY = "gold.cdc_history_versions"
 COMPACT_EVERY_TWO = json.dumps({"cdc_history_compact_every": 2, "cdc_history_settle_every": 1})
 # and a VACUUM after each compaction
 SILVER_EVERY_TWO = json.dumps({"cdc_silver_compact_every": 2, "cdc_vacuum_after_compaction": True})
 
 
-def _writes_since_compaction(commit: dict) -> int:
-    return json.loads(commit["userMetadata"])["cdc_lakehouse_watermark"]["writes_since_compaction"]
+def _writes_since_compaction(lakehouse, table: str, commit: dict) -> int:
+    return lakehouse.progress(table, commit["version"])["writes_since_compaction"]
 
 
 def test_the_history_compacts_every_so_many_writes_and_the_next_run_passes_over_it(lakehouse, tmp_path):
@@ -661,13 +659,13 @@ def test_the_history_compacts_every_so_many_writes_and_the_next_run_passes_over_
     land([1], "b")
     lakehouse.build("--vars", COMPACT_EVERY_TWO, tests=False)
     assert commits()[0]["operation"] == "WRITE"
-    assert _writes_since_compaction(commits()[0]) == 1
+    assert _writes_since_compaction(lakehouse, HISTORY, commits()[0]) == 1
     land([2], "b")
     lakehouse.build("--vars", COMPACT_EVERY_TWO, tests=False)
     optimize, append = commits()
     assert (optimize["operation"], append["operation"]) == ("OPTIMIZE", "WRITE")
-    assert _writes_since_compaction(append) == 2
-    assert not optimize["userMetadata"]
+    assert _writes_since_compaction(lakehouse, HISTORY, append) == 2
+    assert lakehouse.progress(HISTORY, optimize["version"]) is None
     # the writes' files packed, and the open versions and closers the settling closed or
     # deleted dropped from theirs
     metrics = optimize["operationMetrics"]
@@ -688,7 +686,7 @@ def test_the_history_compacts_every_so_many_writes_and_the_next_run_passes_over_
     for table in WATERMARKED:
         assert _recorded(lakehouse, table)["ingested_at"] == newest, table
     assert commits()[0]["operation"] == "WRITE"
-    assert _writes_since_compaction(commits()[0]) == 1
+    assert _writes_since_compaction(lakehouse, HISTORY, commits()[0]) == 1
     assert lakehouse.current_state("hist_compact") == {
         ("hist_compact", f'{{"id":{i}}}'): {"id": str(i), "v": r["v"]} for i, r in rows.items()}
 
@@ -718,12 +716,15 @@ def test_silver_compacts_before_every_so_many_appends_and_keeps_new_changes_apar
         return [c for c in lakehouse.rows("describe history silver.cdc_parsed limit 4")
                 if not c["operation"].startswith("VACUUM")][:2]
 
-    assert [(c["operation"], _writes_since_compaction(c)) for c in land_and_build(1, "b")[:1]] == [("WRITE", 1)]
-    assert [(c["operation"], _writes_since_compaction(c)) for c in land_and_build(2, "b")[:1]] == [("WRITE", 2)]
+    def counted(commits: list[dict]) -> list[tuple[str, int]]:
+        return [(c["operation"], _writes_since_compaction(lakehouse, "silver.cdc_parsed", c)) for c in commits[:1]]
+
+    assert counted(land_and_build(1, "b")) == [("WRITE", 1)]
+    assert counted(land_and_build(2, "b")) == [("WRITE", 2)]
     append, optimize = land_and_build(3, "b")
     assert (append["operation"], optimize["operation"]) == ("WRITE", "OPTIMIZE")
-    assert _writes_since_compaction(append) == 1
-    assert not optimize["userMetadata"]
+    assert _writes_since_compaction(lakehouse, "silver.cdc_parsed", append) == 1
+    assert lakehouse.progress("silver.cdc_parsed", optimize["version"]) is None
     metrics = optimize["operationMetrics"]
     assert int(metrics["numRemovedFiles"]) > int(metrics["numAddedFiles"]) > 0, metrics
     # the VACUUM after it deleted the files it replaced (and nothing the table holds)

@@ -142,23 +142,17 @@ def test_serve_answers_beeline_and_dbt_thrift_then_stops(tmp_path: Path) -> None
             "    selec 1",
             "    ^^^",
         ], typo.stderr
-        # a table columns' commit that records only its watermark (an increment with no new column
-        # or type, macros/cdc_watermark.sql) is read back through the server, whose history
-        # shows the property set as one text with its inner quotes unescaped: the next build
-        # finds the watermark in it, sees silver unchanged, and writes nothing
+        # the models' incremental state is a table the server reads as any other: the row the
+        # table columns' build through the server recorded names silver's version it read up to,
+        # and the next build through the server finds it (the commit times of `describe
+        # history` come through the server as text), sees silver unchanged, and writes nothing
         _built_through_server(lh, tmp_path / "columns", "cdc_table_columns")
-        columns, rows = run_statements("127.0.0.1", port, ["describe history gold.cdc_table_columns limit 1"])
-        created = dict(zip(columns, rows[0], strict=True))
-        mark = json.loads(created["userMetadata"])
-        watermark = mark["cdc_lakehouse_watermark"]
-        watermark["rows_commit"] = {"table": "gold.cdc_table_columns", "version": created["version"],
-                                    "committed_at": str(created["timestamp"])}
-        run_statements("127.0.0.1", port, [
-            f"set spark.databricks.delta.commitInfo.userMetadata = {json.dumps(mark)}",
-            "alter table gold.cdc_table_columns set tblproperties "
-            f"('cdc_lakehouse.watermark' = '{watermark['ingested_at']}')",
-            "reset spark.databricks.delta.commitInfo.userMetadata",
-        ])
+        columns, rows = run_statements("127.0.0.1", port, [
+            "select progress from meta.cdc_build_progress where model_table = 'gold.cdc_table_columns' "
+            "order by recorded_at desc limit 1"])
+        mark = json.loads(rows[0][0])
+        assert mark["table"] == "gold.cdc_table_columns", mark
+        assert mark["upstream"]["table"] == "silver.cdc_parsed", mark
         log = _built_through_server(lh, tmp_path / "columns-again", "cdc_table_columns")
         assert "select 'nothing new for gold.cdc_table_columns' as skipped_write" in log, log[-4000:]
         # and without a query, the shell is beeline on the server (statements piped on stdin run)
