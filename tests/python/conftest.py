@@ -85,7 +85,9 @@ class InProcessLakehouse:
         self._seeded = False
 
     def reset(self) -> None:
-        """Drop every table: the next build starts from an empty lakehouse."""
+        """Drop every table: the next build starts from an empty lakehouse (whose
+        meta.cdc_build_progress still holds the rows of the tables dropped, as a user's would
+        after dropping silver and gold)."""
         for schema in ("gold", "silver", "bronze"):
             self.spark.sql(f"drop database if exists {schema} cascade")
 
@@ -155,12 +157,15 @@ class InProcessLakehouse:
 
     def progress(self, table: str, version: int | None = None) -> dict[str, Any] | None:
         """What the model recorded in meta.cdc_build_progress for ``version`` of its ``table``
-        (default: the newest version), or None when no row describes that version."""
-        if version is None:
-            version = self.rows(f"describe history {table} limit 1")[0]["version"]
+        (default: the newest version), or None when no row describes that version. By version
+        and commit time, as the models find it: :meth:`reset` drops the tables, not their rows,
+        and a table made again counts its versions from 0 again."""
+        history = self.rows(f"describe history {table}")
+        commit = history[0] if version is None else next(c for c in history if c["version"] == version)
         rows = self.rows(
             f"select progress from meta.cdc_build_progress where model_table = '{table}' "
-            f"and table_version = {version} order by recorded_at desc limit 1")
+            f"and table_version = {commit['version']} and table_committed_at = '{commit['timestamp']}' "
+            "order by recorded_at desc limit 1")
         return json.loads(rows[0]["progress"]) if rows else None
 
     def described(self, table: str) -> dict[str, str]:

@@ -135,9 +135,10 @@ def test_common_messages_alone_compile_no_sql_parser(lakehouse):
 
 def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lakehouse, tmp_path):
     # The messages the fast parser leaves get placeholder rows in silver's write; its post-hook
-    # swaps in the SQL parser's rows with one MERGE, whose commit carries the run's watermark
-    # (the next build reads it from the log). A placeholder that a build stopped before its
-    # post-hook left behind is parsed by the next build, though it brings no new record.
+    # swaps in the SQL parser's rows with one MERGE, the version the run's row of
+    # meta.cdc_build_progress describes (the next build reads its watermark there). A
+    # placeholder that a build stopped before its post-hook left behind is parsed by the next
+    # build, though it brings no new record.
     topic = "left.shop.items"
     land_edges(lakehouse, "debezium-json", topic, DEBEZIUM_EDGES)
     lakehouse.build("--select", "+cdc_parsed", tests=False)
@@ -145,7 +146,7 @@ def test_left_messages_are_parsed_after_the_write_and_a_stopped_build_heals(lake
     assert lakehouse.rows(placeholders) == []
     last = lakehouse.rows("describe history silver.cdc_parsed limit 1")[0]
     assert last["operation"] == "MERGE"
-    assert "cdc_lakehouse_watermark" in last["userMetadata"]
+    assert lakehouse.progress("silver.cdc_parsed", last["version"])["table"] == "silver.cdc_parsed"
     left = sum(1 for name, _, _ in DEBEZIUM_EDGES if name.startswith("sql:"))
     assert left > 3
     by_offset = lakehouse.rows(f"select kafka_offset, count(*) as n from silver.cdc_parsed "

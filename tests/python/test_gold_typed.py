@@ -156,7 +156,7 @@ def _qty(lakehouse) -> dict:
 
 def test_a_column_keeps_the_type_of_its_newest_change_across_increments_that_change_nothing(lakehouse, tmp_path):
     """An increment that brings no new column and no new type leaves gold.cdc_table_columns as it
-    is: a property commit records its watermark (and the typed columns are not read again), so
+    is: the run records its watermark alone (and the typed columns are not read again), so
     a row's last_seen_order can be older than its column's newest change. A late change with
     another type must still lose to that newer change: the run that would move a type reads
     every change again."""
@@ -165,13 +165,17 @@ def test_a_column_keeps_the_type_of_its_newest_change_across_increments_that_cha
     first = _qty(lakehouse)
     assert json.loads(first["type_json"])["type"] == "int32"
 
-    # the same type, newer: nothing to change, a property commit, the typed views left alone
+    # the same type, newer: nothing to change, no commit, the watermark recorded for the version
+    # of the rows, the typed views left alone
+    columns_before = lakehouse.rows("describe history gold.cdc_table_columns limit 1")[0]
     lakehouse.ingest([_drift(300, "int32", 1)], fmt="debezium-json")
     log = lakehouse.logged_build(tmp_path / "same")
-    assert "alter table gold.cdc_table_columns set tblproperties ('cdc_lakehouse.watermark' =" in log
+    assert "insert into meta.cdc_build_progress values ('gold.cdc_table_columns'" in log
     assert "merge into gold.cdc_table_columns" not in log
     assert "-- unchanged: its inputs are those of cdc.typed_specs in gold" in log
-    assert lakehouse.rows("describe history gold.cdc_table_columns limit 1")[0]["operation"] == "SET TBLPROPERTIES"
+    assert lakehouse.rows("describe history gold.cdc_table_columns limit 1")[0] == columns_before
+    newest = lakehouse.rows("select cast(max(ingested_at) as string) as t from bronze.kafka_records")[0]["t"]
+    assert lakehouse.progress("gold.cdc_table_columns")["ingested_at"] == newest
     assert _qty(lakehouse) == first  # its last_seen_order left behind
 
     # a late change (position 200, older than 300) typed string: 300's int32 stays
@@ -198,14 +202,15 @@ def test_a_column_keeps_the_type_of_its_newest_change_across_increments_that_cha
     assert {r["id"]: r["note"] for r in lakehouse.rows("select id, note from gold.sales__drift")} == {
         100: None, 200: None, 300: None, 400: None, 500: "hello"}
 
-    # after a property set by hand (no watermark recorded) the next run scans for its watermark
-    # and, not knowing which commit wrote the rows, writes them; the run after it records only
+    # after a property set by hand (a version no row describes) the next run scans for its
+    # watermark and, not knowing what the rows hold, writes them; the run after it records only
     lakehouse.spark.sql("alter table gold.cdc_table_columns set tblproperties ('cdc_lakehouse.test' = 'yes')")
     lakehouse.ingest([_drift(600, "int64", 5, {"note": "x"})], fmt="debezium-json")
     assert "merge into gold.cdc_table_columns" in lakehouse.logged_build(tmp_path / "by-hand")
     lakehouse.ingest([_drift(700, "int64", 6, {"note": "y"})], fmt="debezium-json")
     log = lakehouse.logged_build(tmp_path / "by-hand-then")
-    assert "alter table gold.cdc_table_columns set tblproperties ('cdc_lakehouse.watermark' =" in log
+    assert "insert into meta.cdc_build_progress values ('gold.cdc_table_columns'" in log
+    assert "merge into gold.cdc_table_columns" not in log
     assert "-- unchanged: its inputs are those of cdc.typed_specs in gold" in log
 
 
