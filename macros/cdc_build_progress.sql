@@ -73,10 +73,11 @@
 
 {% macro cdc_write_progress() -%}
     {#-
-        Post-hook of an incremental model: the row of the version its write made (or, for a run
-        that wrote nothing, of the version it leaves) with what its compile recorded
-        (cdc_record_watermark), unless that version's row says the same already (a build with
-        nothing new writes nothing here either). The commit, with its mark, is then the one the
+        Post-hook of an incremental model: the row of the version its write made, with what its
+        compile recorded (cdc_record_watermark). A run that wrote nothing records for the
+        version it leaves what that version's row said, updated with what the run recorded
+        (counters it did not restate stay), and only when that differs (a build with nothing
+        new writes nothing here either). The commit, with its mark, is then the one the
         later nodes of this invocation take for the table (cdc_remember_commit).
     -#}
     {%- set mark = cdc_handed('progress') if execute else none -%}
@@ -87,6 +88,12 @@
     {%- set commit = cdc_last_commit(this, written=true, marked=false) -%}
     {%- if commit.rows_commit is none -%}
         {{ return('') }}
+    {%- endif -%}
+    {%- if before.get('rows_commit') == commit.rows_commit and before.get('mark') is mapping -%}
+        {%- set kept = {} -%}
+        {%- do kept.update(before.mark) -%}
+        {%- do kept.update(mark) -%}
+        {%- set mark = kept -%}
     {%- endif -%}
     {%- if before.get('rows_commit') != commit.rows_commit or before.get('mark') != mark -%}
         {%- set upstream = mark.get('upstream') or {} -%}

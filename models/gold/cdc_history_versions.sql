@@ -57,7 +57,7 @@
 {#- an increment of at most this many changes has its keys broadcast (late check and model) #}
 {%- set broadcast_limit = 250000 %}
 {%- set open_versions = '(select source_database, source_schema, source_table, pk, apply_order, vendor_sequence from ' ~ this ~ ' where is_open and not is_closer)' %}
-{#- the newest apply order stored per source table, which the last commit recorded (read once
+{#- the newest apply order stored per source table, which the last write recorded (read once
     from the open versions when it did not say: a first build's, or an earlier version's; none
     when it said none, over the bound below): an increment no older than it needs no late check #}
 {%- set stored_orders = recorded.get('orders') if watermark is not none else none %}

@@ -43,7 +43,7 @@
 {%- if not is_incremental() %}
     {%- do cdc_log_plan('first build: the columns of every change') %}
 {%- elif unchanged %}
-    {%- do cdc_log_plan('nothing new in silver since its commit recorded here: nothing written') %}
+    {%- do cdc_log_plan('nothing new in silver since the version recorded here: nothing written') %}
 {%- elif change == 'none' %}
     {%- do cdc_log_plan('the changes up to ' ~ up_to ~ ' bring no new column and no new type: the watermark alone is recorded') %}
 {%- elif change == 'columns' %}
