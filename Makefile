@@ -40,7 +40,6 @@ $(SPARK_JARS): jvm/pom.xml jvm/settings.xml $(BIN)/.installed
 # The project's own JVM functions (jvm/functions: the exact-JSON marking of macros/utils/cdc_json.sql),
 # compiled by the JDK against pyspark's jars into the same folder, so that every Spark session of
 # the lakehouse has them on its classpath. After the sync above, which empties that folder.
-# Delta's jars too (that folder): cdc.lakehouse.DeltaCommits reads a table's commits with Delta's own classes.
 
 $(FUNCTIONS_JAR): $(FUNCTIONS_SRC) $(SPARK_JARS)
 	rm -rf .cache/functions-classes

@@ -86,10 +86,6 @@
         the memo (cdc_remember_commit), not from another `describe history` (a Spark job each).
         A model's own table is always read: its own write may have moved it.
 
-        Delta answers `describe history` with a Spark job; `lakehouse build` answers it on the
-        driver with the same rows, without one (ingestion/lakehouse/delta_history.py). A plain
-        `dbt build` and the Thrift server run the statement.
-
         `written`: the running model wrote the table in this run, so it exists, though dbt's
         cache learns of a table the run created only when the node ends (a first build's
         post-hook).

@@ -25,8 +25,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import delta_history
-
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
@@ -590,7 +588,7 @@ def ensure_conflicts_table(spark: SparkSession) -> None:
 def _source_rows(spark: SparkSession, batch_id: str) -> int | None:
     """``numSourceRows`` of the MERGE commit whose user metadata names ``batch_id``; None when
     that MERGE committed nothing."""
-    for row in delta_history.rows(spark, TABLE, 10):
+    for row in spark.sql(f"describe history {TABLE} limit 10").collect():
         if batch_of(row["userMetadata"]) == batch_id:
             value = (row["operationMetrics"] or {}).get("numSourceRows")
             return int(value) if value is not None else None

@@ -11,6 +11,10 @@
     partition of the side it builds from under 64 MB: a small source then needs no sort of the
     large side, and a history too large for that keeps the sort-merge join, so a task's memory
     stays bounded.
+
+    The settings are the session's: on the session method dbt's threads share one, so a model
+    running beside the MERGE (the table columns) plans with them too for that while; its plans
+    may differ, never its rows.
 #}
 
 {% macro cdc_merge_by_hash_join() -%}

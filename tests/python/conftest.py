@@ -137,9 +137,10 @@ class InProcessLakehouse:
         seeds are read from the copy's files.
         """
         from dbt.cli.main import dbtRunner
-        from lakehouse.dbt_session import reuse_running_session, with_threads
+        from lakehouse.dbt_session import with_threads
+        from lakehouse.dbt_spark_errors import shorten_java_errors
 
-        reuse_running_session()  # as `lakehouse build` runs dbt's statements, in as many threads
+        shorten_java_errors()  # as `lakehouse build` runs dbt, in as many threads
         own_target = ["--target-path", str(project / "target")] if project != PROJECT else []
         result = dbtRunner().invoke([
             *with_threads(list(args)), "--profiles-dir", str(PROJECT / "profiles"),

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import BIN
-from lakehouse.dbt_session import reuse_running_session, target_of, with_target
+from lakehouse.dbt_session import target_of, with_target
+from lakehouse.dbt_spark_errors import shorten_java_errors
 from lakehouse.serve import running_server
 
 
@@ -72,30 +73,23 @@ def test_a_server_is_found_only_while_it_runs_and_answers(tmp_path: Path) -> Non
     assert running_server(tmp_path) is None  # the port no longer answers
 
 
-def test_dbt_statements_run_on_the_running_session_as_it_is(lakehouse) -> None:
-    """dbt-spark's cursor applied the profile's settings to the session at every statement,
-    a cost of its own each time; :func:`reuse_running_session` has it take the running session
-    as it is. So a ``set`` of one of those settings (a hook's, say) holds for the statements
-    after it, as through the Thrift server, where dbt-spark's cursor put it back at the next
-    statement."""
+def test_dbt_spark_runs_the_statements_and_only_its_java_errors_are_shortened(lakehouse) -> None:
+    """``lakehouse build`` changes nothing of how dbt-spark's cursor runs a statement (the
+    session, its settings): it only shortens a Java error (lakehouse.dbt_spark_errors), once
+    per process however often it is asked."""
     from dbt.adapters.spark.session import Cursor
+    from dbt_common.exceptions import DbtRuntimeError
 
-    reuse_running_session()
-    reuse_running_session()  # once per process: a second call wraps nothing again
-    assert Cursor.execute.reuses_running_session
-    spark = lakehouse.spark
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    cursor = Cursor(server_side_parameters={"spark.sql.shuffle.partitions": before})
-    try:
-        cursor.execute("set spark.sql.shuffle.partitions = 3")
-        cursor.execute("select count(*) as n from range(5)")
-        assert cursor.fetchall()[0]["n"] == 5
-        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
-        # a statement Spark cannot analyse is dbt's runtime error, as from dbt-spark's cursor
-        with pytest.raises(Exception, match="no_such_table"):
-            cursor.execute("select * from no_such_table")
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
+    shorten_java_errors()
+    wrapped = Cursor.execute
+    shorten_java_errors()
+    assert Cursor.execute is wrapped and wrapped.shortens_java_errors
+    cursor = Cursor(server_side_parameters={})
+    cursor.execute("select count(*) as n from range(5)")
+    assert cursor.fetchall()[0]["n"] == 5
+    # a statement Spark cannot analyse is dbt-spark's own runtime error
+    with pytest.raises(DbtRuntimeError, match="no_such_table"):
+        cursor.execute("select * from no_such_table")
 
 
 def test_a_query_that_fails_in_its_tasks_is_a_short_dbt_error(lakehouse) -> None:
@@ -106,7 +100,7 @@ def test_a_query_that_fails_in_its_tasks_is_a_short_dbt_error(lakehouse) -> None
     from dbt.adapters.spark.session import Cursor
     from dbt_common.exceptions import DbtRuntimeError
 
-    reuse_running_session()
+    shorten_java_errors()
     cursor = Cursor(server_side_parameters={})
     # the pattern is made in the task, so the query fails there, not while Spark plans it
     cursor.execute("select count(*) as n from range(1) where 'bench.x' rlike concat('^bench[.](', string(id))")
@@ -120,7 +114,7 @@ def test_a_query_that_fails_in_its_tasks_is_a_short_dbt_error(lakehouse) -> None
 
 
 def test_java_stack_frames_are_left_out_of_an_error_and_a_new_cause_is_kept() -> None:
-    from lakehouse.dbt_session import java_error_text
+    from lakehouse.dbt_spark_errors import java_error_text
 
     text = (
         "An error occurred while calling o1.collectToPython.\n"

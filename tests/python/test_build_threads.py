@@ -1,16 +1,14 @@
-"""``lakehouse build`` runs dbt in two threads (LAKEHOUSE_THREADS), and each thread's statements
-in a Spark session of its own (lakehouse.dbt_session), where a model's settings for its MERGE
-stay its own. The history and the table columns run side by side, and each records its own
+"""``lakehouse build`` runs dbt in two threads (LAKEHOUSE_THREADS), both in dbt-spark's one Spark
+session. The history and the table columns run side by side, and each records its own
 watermark in meta.cdc_build_progress."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 from cdc_messages import DebeziumTable
-from lakehouse.dbt_session import reuse_running_session, with_threads
+from lakehouse.dbt_session import with_threads
 
 WRITTEN = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_columns")
 
@@ -36,39 +34,6 @@ def test_a_wrong_number_of_threads_is_named(value, monkeypatch) -> None:
     monkeypatch.setenv("LAKEHOUSE_THREADS", value)
     with pytest.raises(ValueError, match=f"LAKEHOUSE_THREADS='{value}': give a whole number"):
         with_threads(["build"])
-
-
-def test_each_dbt_thread_runs_in_a_session_of_its_own(lakehouse) -> None:
-    """A setting made in one thread holds for that thread's next statements only; the session
-    the driver started with keeps its own, and a thread's session has the profile's settings."""
-    from dbt.adapters.spark.session import Cursor
-
-    reuse_running_session()
-    before = lakehouse.spark.conf.get("spark.sql.shuffle.partitions")
-    seen: dict[str, tuple[str, str, int]] = {}
-    both_set = threading.Barrier(2, timeout=60)
-
-    def first_value(sql: str) -> object:
-        cursor = Cursor(server_side_parameters={})  # as dbt: a cursor per statement
-        cursor.execute(sql)
-        rows = cursor.fetchall()
-        return rows[0][-1] if rows else None
-
-    def statements(partitions: str) -> None:
-        first_value(f"set spark.sql.shuffle.partitions = {partitions}")
-        first_value(f"create or replace temporary view mine as select {partitions} as n")
-        both_set.wait()  # the other thread has made its own setting and view by now
-        seen[partitions] = (first_value("set spark.sql.shuffle.partitions"),
-                            first_value("set spark.sql.session.timeZone"), first_value("select n from mine"))
-
-    threads = [threading.Thread(target=statements, args=(n,)) for n in ("3", "5")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert seen == {"3": ("3", "UTC", 3), "5": ("5", "UTC", 5)}
-    assert lakehouse.spark.conf.get("spark.sql.shuffle.partitions") == before
-    assert not lakehouse.spark.catalog.tableExists("mine")
 
 
 def _watermark_tables(lakehouse) -> dict[str, str | None]:

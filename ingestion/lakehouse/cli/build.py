@@ -84,8 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Later runs process only what is new. Extra arguments go to dbt, e.g. "
             "`lakehouse build --select gold` or `lakehouse build --full-refresh`. On the local "
             "target dbt runs in this process, with the Spark session started while dbt starts. "
-            "dbt runs in LAKEHOUSE_THREADS threads (default 2; `--threads N` wins), each in a "
-            "Spark session of its own."
+            "dbt runs in LAKEHOUSE_THREADS threads (default 2; `--threads N` wins)."
         ),
     )
     build.add_argument("dbt_args", nargs="*", help="arguments passed to dbt build")
