@@ -232,7 +232,7 @@
     {%- set commits = {} -%}
     {#- the log's rows cdc_last_commit read with the newest commit, when they reach back to `since` -#}
     {%- set recent = newest.get('recent') or [] -%}
-    {%- for row in (recent if recent | length >= count else run_query('describe history ' ~ bronze ~ ' limit ' ~ count).rows) -%}
+    {%- for row in (recent if recent | length >= count else cdc_newest_commits(bronze, count)) -%}
         {%- do commits.update({row['version'] | int: row}) -%}
     {%- endfor -%}
     {%- if since is not none and (commits.get(first) is none or cdc_commit_id(bronze, commits[first]) != since) -%}

@@ -52,7 +52,7 @@
 {% macro cdc_last_commit(relation, written=false, recent=1, marked=true) -%}
     {#-
         The newest commit of the Delta table `relation`, read at compile time from its log
-        (`describe history ... limit 1`: one small file, not the table): {
+        (cdc_newest_commits: one small file, not the table): {
             'id': {'table', 'version', 'committed_at'}: which commit it is. A model records the
                 id of the table it read with its watermark (cdc_record_watermark's extra
                 'upstream'); while that table's newest commit is still the same one, nothing
@@ -99,7 +99,7 @@
     {%- if remembered is not none -%}
         {{ return(remembered) }}
     {%- endif -%}
-    {%- set rows = run_query('describe history ' ~ relation ~ ' limit ' ~ ([recent, 1] | max)).rows -%}
+    {%- set rows = cdc_newest_commits(relation, [recent, 1] | max) -%}
     {%- if not rows -%}
         {{ return(none_known) }}
     {%- endif -%}
@@ -115,7 +115,7 @@
     {%- set written = {'row': rows[0]} -%}
     {%- if rows[0]['operation'] in cdc_rowless_maintenance() -%}
         {%- do written.update({'row': none}) -%}
-        {%- for row in (rows if rows | length >= 8 else run_query('describe history ' ~ relation ~ ' limit 8').rows) -%}
+        {%- for row in (rows if rows | length >= 8 else cdc_newest_commits(relation, 8)) -%}
             {%- if written.row is none and row['operation'] not in cdc_rowless_maintenance() -%}
                 {%- do written.update({'row': row}) -%}
             {%- elif written.row is none and row['operation'] in ('OPTIMIZE', 'REORG') -%}
@@ -135,6 +135,18 @@
         {%- do cdc_remember_commit(relation, commit) -%}
     {%- endif -%}
     {{ return(commit) }}
+{%- endmacro %}
+
+{% macro cdc_newest_commits(relation, limit) -%}
+    {#- The rows of `describe history <relation> limit <limit>`, newest first, read on the
+        driver by the project's procedure cdc_lakehouse.delta.commits (jvm/functions,
+        DeltaCommits.java): Delta's statement runs a Spark job for them, several times the
+        cost of reading the few commit files. Delta's statement when the JVM functions are off
+        (var cdc_jvm_functions). -#}
+    {%- if var('cdc_jvm_functions') -%}
+        {{ return(run_query('call cdc_lakehouse.delta.commits(' ~ cdc_sql_string(relation | string) ~ ', ' ~ limit ~ ')').rows) }}
+    {%- endif -%}
+    {{ return(run_query('describe history ' ~ relation ~ ' limit ' ~ limit).rows) }}
 {%- endmacro %}
 
 {% macro cdc_rowless_maintenance() -%}

@@ -14,7 +14,7 @@ from pathlib import Path
 from cdc_messages import DebeziumTable
 from conftest import copy_project
 
-WRITTEN = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_columns")
+WRITTEN = ("silver.cdc_parsed", "gold.cdc_history_versions", "gold.cdc_table_columns", "gold.cdc_current_state")
 # what the full path runs and the short one does not: the history's count of silver's new
 # changes, and silver's routing query over bronze's new records when bronze's log cannot tell
 ROUTING_QUERY = "count(*) as records, max(ingested_at) as up_to"
@@ -74,8 +74,8 @@ def test_a_build_with_nothing_new_reads_no_record_and_writes_nothing(lakehouse, 
     log = lakehouse.logged_build(tmp_path / "altered")
     # one read of bronze's log: its newest commit with the ones before it, which reach back to
     # the commit the last run recorded
-    assert log.count("describe history bronze.kafka_records") == 1, log
-    assert "describe history bronze.kafka_records limit 8" in log
+    assert log.count("call cdc_lakehouse.delta.commits('bronze.kafka_records', ") == 1, log
+    assert "call cdc_lakehouse.delta.commits('bronze.kafka_records', 8)" in log
     assert ROUTING_QUERY not in log
     assert "select 'nothing new for silver.cdc_parsed' as skipped_write" in log
     assert _newest_versions(lakehouse) == built

@@ -6,9 +6,11 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
 import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
 import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -31,9 +33,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  * registered in code: it is a plain setting, so every session of a Thrift server has it too,
  * and Spark compiles the call into a direct call of the static {@code invoke} method on the
  * UTF-8 bytes (no conversion to Java strings, no reflection per row).
+ *
+ * <p>And one procedure, {@code call cdc_lakehouse.delta.commits(table, limit)}: a Delta table's
+ * newest commits, read on the driver ({@link DeltaCommits}).
  */
-public final class JsonFunctions implements FunctionCatalog {
+public final class JsonFunctions implements FunctionCatalog, ProcedureCatalog {
   private static final String[] NAMESPACE = {"json"};
+  private static final String[] DELTA_NAMESPACE = {"delta"};
   private String catalogName;
 
   @Override
@@ -90,6 +96,21 @@ public final class JsonFunctions implements FunctionCatalog {
       }
     }
     throw new NoSuchFunctionException(ident);
+  }
+
+  @Override
+  public Identifier[] listProcedures(String[] namespace) {
+    return Arrays.equals(namespace, DELTA_NAMESPACE)
+        ? new Identifier[] {Identifier.of(DELTA_NAMESPACE, "commits")}
+        : new Identifier[0];
+  }
+
+  @Override
+  public UnboundProcedure loadProcedure(Identifier ident) {
+    if (Arrays.equals(ident.namespace(), DELTA_NAMESPACE) && ident.name().equals("commits")) {
+      return new DeltaCommits();
+    }
+    throw new UnsupportedOperationException("cdc_lakehouse has no procedure " + ident + ": only delta.commits");
   }
 
   /** Binds a call with exactly one string argument, with a message naming the function. */
