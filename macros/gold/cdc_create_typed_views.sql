@@ -142,24 +142,19 @@
                 select
                     {{ _cdc_row_values('row') }} as _cdc_values,
                     pk as _cdc_pk,
-                    op as _cdc_last_op,
-                    valid_from as _cdc_last_event_time,
+                    last_op as _cdc_last_op,
+                    last_event_time as _cdc_last_event_time,
                     vendor_sequence as _cdc_vendor_sequence,
                     source_format as _cdc_source_format,
                     unknown_columns as _cdc_unknown_columns,
                     copy_number as _cdc_copy_number
-                from ({{ cdc_history_current_versions(ref('cdc_history_versions')) }}) as current_versions
+                from {{ ref('cdc_current_state') }}
                 where {{ where }}
             ) as current_rows
         {%- endset -%}
-        {#- the rows of gold.cdc_current_state: the history's current versions (last_op and
-            last_event_time are their op and valid_from), read from the stored versions as that
-            view reads them. Not through gold.cdc_current_state or gold.cdc_history: Spark
-            resolves a view's relations at every create, and each view between them is a lookup
-            and a parse more, in the metastore, and an analysis of all the view holds -#}
         {%- do relations.append(_cdc_typed_relation(
             specs[0].view_name, current_sql,
-            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_history (its current versions: gold.cdc_current_state)')) -%}
+            'Current rows of ' ~ label ~ ', typed; generated from gold.cdc_current_state')) -%}
         {%- set history_sql -%}
             select
                 {{ typed_columns | join(',\n                ') }},

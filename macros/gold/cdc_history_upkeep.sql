@@ -155,9 +155,8 @@
     {#-
         SQL: the current versions of `versions` (gold.cdc_history_versions): the open versions
         with a row that no closer has ended, as gold.cdc_history's is_current says. Read
-        without the view: gold.cdc_current_state and the typed current-rows views ask only for
-        these, and through the view Spark analyses its closed branch too, at every view it
-        creates.
+        without the view: gold.cdc_current_state asks only for these, and through the view
+        Spark would analyse its closed branch too.
     -#}
     {%- set key = ['source_database', 'source_schema', 'source_table', 'pk'] %}
     select *, 1 as copy_number from ({{ cdc_history_pending_ends(versions) }}) as open_versions

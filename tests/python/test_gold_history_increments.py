@@ -52,6 +52,27 @@ def _build_and_test_the_history(lakehouse) -> None:
     lakehouse.build(tests=False)
     lakehouse.dbt("test", "--select", "cdc_history", "cdc_history_versions", "cdc_current_state", "cdc_key_state",
                   "cdc_changes")
+    assert _current_state_by_delta_rs(lakehouse) == _current_state_by_spark(lakehouse)
+
+
+#: The columns of gold.cdc_current_state compared between delta-rs and Spark.
+STATE_COLUMNS = ["source_database", "source_schema", "source_table", "pk", "row", "last_op", "apply_order",
+                 "copy_number"]
+
+
+def _current_state_by_delta_rs(lakehouse) -> list[tuple]:
+    """gold.cdc_current_state as delta-rs' Arrow reader reads it from storage, sorted: the
+    reader without a query engine, which refuses a table with deletion vectors."""
+    from deltalake import DeltaTable
+
+    location = lakehouse.rows("describe detail gold.cdc_current_state")[0]["location"].removeprefix("file:")
+    read = DeltaTable(location).to_pyarrow_table(columns=STATE_COLUMNS)
+    return sorted(zip(*(read.column(c).to_pylist() for c in STATE_COLUMNS), strict=True))
+
+
+def _current_state_by_spark(lakehouse) -> list[tuple]:
+    return sorted(tuple(r[c] for c in STATE_COLUMNS)
+                  for r in lakehouse.rows(f"select {', '.join(STATE_COLUMNS)} from gold.cdc_current_state"))
 
 
 def _closers(lakehouse, table: str) -> list[tuple]:
@@ -188,14 +209,14 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
     assert [r["next_apply_order"] for r in chain] == [r["apply_order"] for r in chain[1:]] + [None]
     assert [(r["is_open"], r["is_current"]) for r in unsettled_history] == [
         (False, False), (False, False), (True, True), (False, False), (True, True), (True, True)]
-    # the current rows, as JSON and typed, read the stored versions (not the view): a stored
-    # open version a closer has ended is not among them
+    # the current rows, as JSON (a table made from the stored versions, not the view) and typed
+    # (a view of that table): a stored open version a closer has ended is not among them
     latest = {1: "c", 2: "b", 3: "a"}
     assert {pk: row["v"] for (_, pk), row in lakehouse.current_state("hist_settle").items()} == {
         f'{{"id":{i}}}': v for i, v in latest.items()}
     assert {str(r["id"]): r["v"] for r in lakehouse.rows("select id, v from gold.inventory__hist_settle")} == {
         str(i): v for i, v in latest.items()}
-    assert "cdc_history_versions" in lakehouse.described("gold.inventory__hist_settle")["View Text"]
+    assert "gold.cdc_current_state" in lakehouse.described("gold.inventory__hist_settle")["View Text"]
 
     land([3], "b")
     log = lakehouse.logged_build(tmp_path / "settle", "--vars", SETTLE_EVERY_TWO)
@@ -234,6 +255,51 @@ def test_closers_are_settled_every_so_many_appends_by_hash_join_and_the_history_
     assert "merge into gold.cdc_history_versions" not in idle
     assert "insert into table gold.cdc_history_versions" not in idle
     assert not any(f"set {key} =" in idle or f"reset {key}" in idle for key in HASH_JOIN_KEYS)
+
+
+def test_the_current_state_is_a_delta_table_each_build_merges_by_the_keys_it_touched(lakehouse):
+    """gold.cdc_current_state is a Delta table without deletion vectors, which delta-rs' Arrow
+    reader opens. An increment MERGEs the current rows of the keys its changes touched, deleting
+    those that have none any more (a delete, a key-changing update's old key); a truncate
+    touches every key of its table; a build with nothing new writes nothing to it."""
+    from deltalake import DeltaTable
+
+    t = DebeziumTable("dbserver1", "inventory", "state_keys", ["id"])
+    rows = [{"id": i, "v": "a"} for i in range(1, 7)]
+    first = [t.insert(r) for r in rows]
+    lakehouse.ingest(t.envelopes(first, first_offset=0), fmt="debezium-json")
+    _build_and_test_the_history(lakehouse)
+    location = lakehouse.rows("describe detail gold.cdc_current_state")[0]["location"].removeprefix("file:")
+    assert "deletionVectors" not in (DeltaTable(location).protocol().reader_features or [])
+    assert lakehouse.described("gold.cdc_current_state")["Type"] == "MANAGED"
+
+    # key 1 updated, key 2 deleted, key 3 changed to key 30: four keys touched, two rows gone
+    second = [t.update(rows[0], {**rows[0], "v": "b"}), *t.delete(rows[1], tombstone=False),
+              t.update(rows[2], {"id": 30, "v": "a"})]
+    offset = len(first)
+    lakehouse.ingest(t.envelopes(second, first_offset=offset), fmt="debezium-json")
+    _build_and_test_the_history(lakehouse)
+    merge = lakehouse.rows("describe history gold.cdc_current_state limit 1")[0]
+    assert merge["operation"] == "MERGE"
+    metrics = merge["operationMetrics"]
+    assert (metrics["numSourceRows"], metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"],
+            metrics["numTargetRowsDeleted"]) == ("4", "1", "1", "2"), metrics
+    assert {r["pk"]: r["row"] for r in lakehouse.rows(
+        "select pk, row from gold.cdc_current_state where source_table = 'state_keys'")} == {
+        '{"id":1}': '{"id":1,"v":"b"}', '{"id":4}': '{"id":4,"v":"a"}', '{"id":5}': '{"id":5,"v":"a"}',
+        '{"id":6}': '{"id":6,"v":"a"}', '{"id":30}': '{"id":30,"v":"a"}'}
+
+    versions = len(lakehouse.rows("describe history gold.cdc_current_state"))
+    lakehouse.build(tests=False)  # nothing new
+    assert len(lakehouse.rows("describe history gold.cdc_current_state")) == versions
+
+    # a truncate, then key 7: every stored key of the table is touched, only key 7 is left
+    offset += len(second)
+    third = [(None, t._value("t", None, None)), t.insert({"id": 7, "v": "a"})]
+    lakehouse.ingest(t.envelopes(third, first_offset=offset), fmt="debezium-json")
+    _build_and_test_the_history(lakehouse)
+    assert [r["pk"] for r in lakehouse.rows(
+        "select pk from gold.cdc_current_state where source_table = 'state_keys'")] == ['{"id":7}']
 
 
 def test_late_change_recomputes_the_closed_versions_of_its_key(lakehouse):
