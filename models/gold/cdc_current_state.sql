@@ -50,6 +50,22 @@
     {%- do cdc_log_plan('the keys of the changes after ' ~ after ~ ' up to ' ~ up_to ~ ': MERGE of their current versions') %}
 {%- endif %}
 
+{#- SQL: the row `candidate` (a stored version, a stored row) is of a touched key or table -#}
+{%- set touched -%}
+exists (
+        select 1 from touched_keys
+        where touched_keys.source_database <=> candidate.source_database
+            and touched_keys.source_schema <=> candidate.source_schema
+            and touched_keys.source_table = candidate.source_table
+            and touched_keys.pk = candidate.pk
+    ) or exists (
+        select 1 from touched_tables
+        where touched_tables.source_database <=> candidate.source_database
+            and touched_tables.source_schema <=> candidate.source_schema
+            and touched_tables.source_table = candidate.source_table
+    )
+{%- endset %}
+
 {% if is_incremental() and unchanged -%}
 select * from {{ this }}
 where false
@@ -102,19 +118,8 @@ touched_versions as (
 
     {#- every version of the touched keys: a key's current version is decided from its own
         versions alone #}
-    select * from {{ ref('cdc_history_versions') }} as versions
-    where exists (
-        select 1 from touched_keys
-        where touched_keys.source_database <=> versions.source_database
-            and touched_keys.source_schema <=> versions.source_schema
-            and touched_keys.source_table = versions.source_table
-            and touched_keys.pk = versions.pk
-    ) or exists (
-        select 1 from touched_tables
-        where touched_tables.source_database <=> versions.source_database
-            and touched_tables.source_schema <=> versions.source_schema
-            and touched_tables.source_table = versions.source_table
-    )
+    select * from {{ ref('cdc_history_versions') }} as candidate
+    where {{ touched }}
 
 ),
 {%- endif %}
@@ -151,20 +156,9 @@ gone as (
     {#- the stored rows of the touched keys (every one without a watermark) that are current no
         more: the MERGE deletes them (a source row without a row, merge_delete_condition) #}
     select * except (row), cast(null as string) as row
-    from {{ this }} as stored
+    from {{ this }} as candidate
     {%- if not every_key %}
-    where exists (
-        select 1 from touched_keys
-        where touched_keys.source_database <=> stored.source_database
-            and touched_keys.source_schema <=> stored.source_schema
-            and touched_keys.source_table = stored.source_table
-            and touched_keys.pk = stored.pk
-    ) or exists (
-        select 1 from touched_tables
-        where touched_tables.source_database <=> stored.source_database
-            and touched_tables.source_schema <=> stored.source_schema
-            and touched_tables.source_table = stored.source_table
-    )
+    where {{ touched }}
     {%- endif %}
 
 ),
