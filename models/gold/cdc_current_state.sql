@@ -14,7 +14,9 @@
     history's), takes their keys (a key-changing update's old key too) and every key of a
     table that one of them truncated or that has no key, and MERGEs the current versions of
     those keys: a key that has none any more is deleted. Without a recorded watermark (a first
-    build, a build stopped before its row) every key is taken.
+    build, a build stopped before its row) every key is taken. The history rebuilt alone
+    (`--full-refresh` of cdc_history_versions) holds the same current versions, and this table
+    is left as it is; rebuild both to rebuild both.
 #}
 
 {{ config(
