@@ -78,12 +78,14 @@ def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
     strict = _compiled_test("silver/_silver__models.yml", "cdc_apply_order_is_strict")
     assert lakehouse.rows(history) == lakehouse.rows(latest) == lakehouse.rows(strict) == []
     whole = lakehouse.rows("describe history gold.cdc_history_versions")[0]["version"]
+    whole_state = lakehouse.rows("describe history gold.cdc_current_state")[0]["version"]
     orders = {(r["pk"], r["v"]): r["apply_order"] for r in lakehouse.rows(
         "select pk, coalesce(get_json_object(row, '$.v'), op) as v, apply_order from gold.cdc_history")}
     key = {i: f'{{"id":{i}}}' for i in (1, 2, 3)}
 
     def restore() -> None:
         lakehouse.spark.sql(f"restore table gold.cdc_history_versions to version as of {whole}")
+        lakehouse.spark.sql(f"restore table gold.cdc_current_state to version as of {whole_state}")
         assert lakehouse.rows(history) == lakehouse.rows(latest) == []
 
     # the history: key 1's first version ends a second late; key 1's middle version (ended) and
@@ -102,11 +104,13 @@ def test_the_gold_data_tests_report_each_way_gold_can_break(lakehouse):
     restore()
 
     # gold against silver: key 1's live row lost, key 2's row changed, deleted key 3 live again
-    lakehouse.spark.sql(f"delete from gold.cdc_history_versions where pk = '{key[1]}' and is_current")
-    lakehouse.spark.sql(f"update gold.cdc_history_versions set row = '{{\"id\":2,\"v\":\"z\"}}' where pk = '{key[2]}'")
-    # (gold.cdc_current_state reads the open versions: key 3's tombstone given a row and made current)
-    lakehouse.spark.sql(f"update gold.cdc_history_versions set row = '{{\"id\":3,\"v\":\"a\"}}', is_current = true "
-                        f"where pk = '{key[3]}' and op = 'd'")
+    # (in gold.cdc_current_state, the table the test reads)
+    lakehouse.spark.sql(f"delete from gold.cdc_current_state where pk = '{key[1]}'")
+    lakehouse.spark.sql(f"update gold.cdc_current_state set row = '{{\"id\":2,\"v\":\"z\"}}' where pk = '{key[2]}'")
+    lakehouse.spark.sql(
+        "insert into gold.cdc_current_state select source_format, source_database, source_schema, source_table, "
+        f"'{key[3]}', '{{\"id\":3,\"v\":\"a\"}}', 'c', last_event_time, vendor_sequence, apply_order, change_id, "
+        f"unknown_columns, copy_number from gold.cdc_current_state where pk = '{key[2]}'")
     assert _problems(lakehouse, latest, "pk", "problem") == {
         (key[1], "expected in gold, missing or different"),
         (key[2], "expected in gold, missing or different"),
